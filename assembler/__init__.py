@@ -1,0 +1,52 @@
+"""toollatch's assembler: streamed tool calls in, latched verdicts out.
+
+A pure library: it imports no web framework.
+"""
+
+from .assembler import Assembler
+from .capture import CaptureError, ProviderEvent, iter_capture, iter_file, read_capture
+from .config import AssembleConfig, ConfigError
+from .finalize import StrictJSONError, strict_loads
+from .model import (
+    CallOutcome,
+    CallState,
+    CommittedCall,
+    Reason,
+    StreamResult,
+    ToolResult,
+)
+from .pipeline import Pipeline, assemble_events
+from .redact import AssemblyEvent, CallView
+from .registry import RegistryError, ToolRegistry
+from .sse import SSEDecoder, SSEEvent
+from .state import CallInput, CallStateMachine, IllegalTransition
+
+__all__ = [
+    "AssembleConfig",
+    "Assembler",
+    "AssemblyEvent",
+    "CallInput",
+    "CallOutcome",
+    "CallState",
+    "CallStateMachine",
+    "CallView",
+    "CaptureError",
+    "CommittedCall",
+    "ConfigError",
+    "IllegalTransition",
+    "Pipeline",
+    "ProviderEvent",
+    "Reason",
+    "RegistryError",
+    "SSEDecoder",
+    "SSEEvent",
+    "StreamResult",
+    "StrictJSONError",
+    "ToolRegistry",
+    "ToolResult",
+    "assemble_events",
+    "iter_capture",
+    "iter_file",
+    "read_capture",
+    "strict_loads",
+]

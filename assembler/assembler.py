@@ -1,0 +1,346 @@
+"""The provider-independent assembler: ops in, assembly events and verdicts out.
+
+One :class:`Assembler` handles one response stream. It keeps, per call key, an
+append-only list of fragments (joined once, at finalization) and a
+:class:`~assembler.state.CallStateMachine`. It never learns which provider a key
+came from.
+
+The completion latch (DESIGN.md): a call commits only when the stream ended normally
+(:class:`~assembler.model.StreamEnd`), ``call_id`` and ``name`` are present, the name is
+registered (when a registry is given), the whole text is strict JSON, an object, and
+passes the tool's schema.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .config import AssembleConfig
+from .finalize import check_arguments
+from .model import (
+    ArgsFragment,
+    BlockStop,
+    CallIdentity,
+    CallKey,
+    CallOutcome,
+    CallStart,
+    CallState,
+    Cancel,
+    CommittedCall,
+    Executor,
+    Op,
+    Quirk,
+    Reason,
+    StreamEnd,
+    StreamEndKind,
+    StreamError,
+    StreamResult,
+    StreamStart,
+    StreamTruncated,
+    ToolResult,
+    Transition,
+)
+from .redact import AssemblyEvent, CallView, EventKind
+from .registry import ToolRegistry
+from .state import CallInput, CallStateMachine
+
+Clock = Callable[[], float]
+
+
+@dataclass(slots=True)
+class _Call:
+    key: CallKey
+    call_id: str | None
+    name: str | None
+    executor: Executor
+    whole_arguments: str | None
+    machine: CallStateMachine = field(default_factory=CallStateMachine)
+    parts: list[str] | None = field(default_factory=list)  # None once released
+    bytes: int = 0
+    fragments: int = 0
+    reason: str | None = None
+    arguments: Any = None
+    transitions: list[Transition] = field(default_factory=list)
+
+    def view(self) -> CallView:
+        return CallView(
+            key=self.key,
+            call_id=self.call_id,
+            name=self.name,
+            state=self.machine.state,
+            reason=self.reason,
+            bytes=self.bytes,
+            fragments=self.fragments,
+            executor=self.executor,
+            transitions=tuple(self.transitions),
+        )
+
+
+class Assembler:
+    """Assembles the tool calls of one stream.
+
+    :meth:`apply` takes one op and returns the assembly events it caused, in order.
+    ``clock`` returns seconds (monotonic); event times are relative to construction.
+    Ops after the stream ended are ignored and counted as quirk ``op_after_stream_end``.
+    """
+
+    def __init__(
+        self,
+        dialect: str,
+        *,
+        config: AssembleConfig | None = None,
+        registry: ToolRegistry | None = None,
+        clock: Clock = time.monotonic,
+        stream_index: int = 0,
+        reveal: bool = False,
+    ) -> None:
+        self.dialect = dialect
+        self.config = config or AssembleConfig()
+        self.registry = registry
+        self.stream_index = stream_index
+        self.reveal = reveal
+        self._clock = clock
+        self._t0 = clock()
+        self._seq = 0
+        self._calls: dict[CallKey, _Call] = {}
+        self._end: StreamEndKind | None = None
+        self._end_detail: str | None = None
+        self._quirks: dict[str, int] = {}
+        self.began = False
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def ended(self) -> bool:
+        return self._end is not None
+
+    @property
+    def end(self) -> StreamEndKind | None:
+        return self._end
+
+    def views(self) -> list[CallView]:
+        """Redacted views of every call, in provider order."""
+        return [c.view() for c in self._ordered()]
+
+    def committed(self, key: CallKey) -> CommittedCall | None:
+        """The committed call at ``key``, or None if it has not (yet) passed the latch."""
+        call = self._calls.get(key)
+        if call is None or call.machine.state is not CallState.COMMITTED:
+            return None
+        assert call.call_id is not None and call.name is not None
+        return CommittedCall(call.key, call.call_id, call.name, call.arguments, call.executor)
+
+    def result(self) -> StreamResult:
+        """The stream's calls and the results owed: one error result per non-committed client call."""
+        calls = [
+            CallOutcome(
+                key=c.key,
+                call_id=c.call_id,
+                name=c.name,
+                state=c.machine.state,
+                reason=c.reason,
+                bytes=c.bytes,
+                fragments=c.fragments,
+                executor=c.executor,
+                arguments=c.arguments if c.machine.state is CallState.COMMITTED else None,
+                transitions=list(c.transitions),
+            )
+            for c in self._ordered()
+        ]
+        results = [
+            ToolResult(c.call_id, True, c.reason or c.state.value)
+            for c in calls
+            if c.executor == "client" and c.state is not CallState.COMMITTED and c.state.terminal
+        ]
+        return StreamResult(self.dialect, self._end, self._end_detail, calls, results, dict(self._quirks))
+
+    # ------------------------------------------------------------------ ops
+
+    def apply(self, op: Op) -> list[AssemblyEvent]:
+        """Apply one op; return the events it caused (possibly none)."""
+        out: list[AssemblyEvent] = []
+        if isinstance(op, Quirk):
+            self._quirk(op.name, out)
+            return out
+        if not self.began:
+            self.began = True
+            self._emit(out, "stream_start")
+        if isinstance(op, StreamStart):
+            return out
+        if self._end is not None:
+            if not isinstance(op, Cancel):
+                self._quirk("op_after_stream_end", out)
+            return out
+        if isinstance(op, CallStart):
+            self._start(op, out)
+        elif isinstance(op, CallIdentity):
+            self._identity(op, out)
+        elif isinstance(op, ArgsFragment):
+            self._fragment(op, out)
+        elif isinstance(op, BlockStop):
+            call = self._calls.get(op.key)
+            if call is not None and call.machine.state is CallState.OPEN:
+                self._move(call, CallInput.ARGS_COMPLETE, out)
+        elif isinstance(op, StreamEnd):
+            self._finish_complete(op.detail, out)
+        elif isinstance(op, StreamTruncated):
+            self._finish_failed("truncated", Reason.STREAM_TRUNCATED, op.detail, out)
+        elif isinstance(op, StreamError):
+            self._finish_failed("error", Reason.STREAM_ERROR, op.detail, out)
+        elif isinstance(op, Cancel):
+            self._finish_cancelled(op.detail, out)
+        return out
+
+    def _start(self, op: CallStart, out: list[AssemblyEvent]) -> None:
+        if op.key in self._calls:
+            self._quirk("call_start_repeated", out)
+            self._identity(CallIdentity(op.key, op.call_id, op.name), out)
+            return
+        call = _Call(op.key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
+        if op.whole_arguments:
+            call.bytes = len(op.whole_arguments.encode("utf-8", "surrogatepass"))
+        in_flight = sum(1 for c in self._calls.values() if not c.machine.state.terminal)
+        self._calls[op.key] = call
+        call.transitions.append(Transition(CallState.OPEN, self._now()))
+        self._emit(out, "call_opened", call)
+        if in_flight >= self.config.max_tool_calls_in_flight_assemble:
+            limit = self.config.max_tool_calls_in_flight_assemble
+            self._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)
+        elif call.bytes > self.config.max_tool_argument_bytes:
+            limit = self.config.max_tool_argument_bytes
+            self._fail(call, Reason.ARGUMENTS_EXCEED_MAX_BYTES.with_detail(f"more than {limit} bytes"), out)
+
+    def _identity(self, op: CallIdentity, out: list[AssemblyEvent]) -> None:
+        call = self._calls.get(op.key)
+        if call is None:
+            self._start(CallStart(op.key, op.call_id, op.name), out)
+            return
+        changed = False
+        if op.call_id:
+            if call.call_id is None:
+                call.call_id, changed = op.call_id, True
+            elif op.call_id == call.call_id:
+                self._quirk("id_repeated", out)
+            else:
+                self._quirk("id_conflict", out)
+        if op.name:
+            if call.name is None:
+                call.name, changed = op.name, True
+            elif op.name == call.name:
+                self._quirk("name_repeated", out)
+            else:
+                self._quirk("name_conflict", out)
+        if changed:
+            self._emit(out, "identity", call)
+
+    def _fragment(self, op: ArgsFragment, out: list[AssemblyEvent]) -> None:
+        call = self._calls.get(op.key)
+        if call is None:
+            self._quirk("fragment_before_call_start", out)
+            self._start(CallStart(op.key), out)
+            call = self._calls[op.key]
+        if call.fragments == 0 and call.whole_arguments:
+            call.bytes = 0  # streamed text replaces input that came whole with the start
+        call.bytes += len(op.text.encode("utf-8", "surrogatepass"))
+        call.fragments += 1
+        state = call.machine.state
+        if state is CallState.OPEN and call.parts is not None:
+            if call.bytes > self.config.max_tool_argument_bytes:
+                limit = self.config.max_tool_argument_bytes
+                self._fail(call, Reason.ARGUMENTS_EXCEED_MAX_BYTES.with_detail(f"more than {limit} bytes"), out)
+            else:
+                call.parts.append(op.text)
+                self._emit(out, "fragment", call)
+        elif state is CallState.ARGS_COMPLETE:
+            # The provider said the block was over; more text means we cannot trust either part.
+            self._fail(call, Reason.STREAM_ERROR.with_detail("argument fragment after the block stopped"), out)
+        else:
+            self._quirk("fragment_after_call_ended", out)
+            self._emit(out, "fragment", call)
+
+    def _finish_complete(self, detail: str | None, out: list[AssemblyEvent]) -> None:
+        for call in self._ordered():
+            if call.machine.state is CallState.OPEN:
+                self._move(call, CallInput.ARGS_COMPLETE, out)
+            if call.machine.state is CallState.ARGS_COMPLETE:
+                self._latch(call, out)
+        self._set_end("complete", detail, out)
+
+    def _latch(self, call: _Call, out: list[AssemblyEvent]) -> None:
+        if not call.call_id or not call.name:
+            missing = " and ".join(n for n, v in (("call_id", call.call_id), ("name", call.name)) if not v)
+            self._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(f"no {missing}"), out)
+            return
+        assert call.parts is not None
+        text = "".join(call.parts) if call.fragments else (call.whole_arguments or "")
+        call.parts = None
+        registry = self.registry if call.executor == "client" else None
+        verdict = check_arguments(
+            text,
+            call.name,
+            registry=registry,
+            must_be_object=self.config.arguments_must_be_object,
+            reveal=self.reveal,
+        )
+        if verdict.reason is not None:
+            self._fail(call, verdict.reason, out)
+            return
+        call.arguments = verdict.arguments
+        self._move(call, CallInput.COMMIT, out)
+
+    def _finish_failed(self, end: StreamEndKind, reason: Reason, detail: str | None, out: list[AssemblyEvent]) -> None:
+        for call in self._ordered():
+            if not call.machine.state.terminal:
+                self._fail(call, reason.with_detail(detail), out)
+        self._set_end(end, detail, out)
+
+    def _finish_cancelled(self, detail: str | None, out: list[AssemblyEvent]) -> None:
+        for call in self._ordered():
+            if not call.machine.state.terminal:
+                call.reason = Reason.CANCELLED.with_detail(detail)
+                call.parts = None
+                self._move(call, CallInput.CANCEL, out)
+        self._set_end("cancelled", detail, out)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _fail(self, call: _Call, reason: str, out: list[AssemblyEvent]) -> None:
+        call.reason = reason
+        call.parts = None  # release the buffer
+        self._move(call, CallInput.FAIL, out)
+
+    def _move(self, call: _Call, event: CallInput, out: list[AssemblyEvent]) -> None:
+        state = call.machine.apply(event)
+        call.transitions.append(Transition(state, self._now()))
+        self._emit(out, "state", call)
+
+    def _set_end(self, end: StreamEndKind, detail: str | None, out: list[AssemblyEvent]) -> None:
+        self._end, self._end_detail = end, detail
+        self._emit(out, "stream_end", end=end, detail=detail)
+
+    def _quirk(self, name: str, out: list[AssemblyEvent]) -> None:
+        self._quirks[name] = self._quirks.get(name, 0) + 1
+        if self._quirks[name] == 1:
+            self._emit(out, "quirk", detail=name)
+
+    def _ordered(self) -> list[_Call]:
+        return [self._calls[k] for k in sorted(self._calls)]
+
+    def _now(self) -> float:
+        return self._clock() - self._t0
+
+    def _emit(
+        self,
+        out: list[AssemblyEvent],
+        kind: EventKind,
+        call: _Call | None = None,
+        *,
+        end: StreamEndKind | None = None,
+        detail: str | None = None,
+    ) -> None:
+        self._seq += 1
+        view = call.view() if call is not None else None
+        out.append(AssemblyEvent(self._seq, self._now(), kind, self.stream_index, view, end, detail))

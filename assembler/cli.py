@@ -1,0 +1,123 @@
+"""The ``toollatch`` command: ``assemble`` a capture, or ``serve`` the dashboard.
+
+``toollatch assemble PATH [--dialect NAME] [--tools FILE] [--config FILE] [--json] [--reveal]``
+exits 0 when the input was read (whatever the verdicts) and 2 with a one-line error on
+stderr when it cannot be read or its dialect is not recognised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .capture import CaptureError, iter_file
+from .config import AssembleConfig, ConfigError
+from .dialects import ADAPTERS
+from .model import StreamResult
+from .pipeline import Pipeline
+from .registry import RegistryError, ToolRegistry
+
+
+def _fail(message: str) -> int:
+    print(f"toollatch: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _load_config(path: str | None) -> AssembleConfig:
+    return AssembleConfig.load(Path(path)) if path else AssembleConfig()
+
+
+def run_assemble(args: argparse.Namespace) -> int:
+    try:
+        config = _load_config(args.config)
+        registry = ToolRegistry.load(Path(args.tools)) if args.tools else None
+        path = Path(args.path)
+        pipeline = Pipeline(args.dialect, config=config, registry=registry, reveal=args.reveal, name=str(path))
+        for event in iter_file(path):
+            pipeline.feed(event)
+        pipeline.close()
+    except (CaptureError, ConfigError, RegistryError) as exc:
+        return _fail(str(exc))
+    results = pipeline.results()
+    if args.json:
+        doc: dict[str, Any] = {"source": str(path), "streams": [r.to_json() for r in results]}
+        json.dump(doc, sys.stdout, ensure_ascii=False, indent=1)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_table(results))
+    return 0
+
+
+def format_table(results: list[StreamResult]) -> str:
+    """A readable summary: one block per stream, one row per call (no argument text)."""
+    lines: list[str] = []
+    for i, stream in enumerate(results):
+        quirks = ", ".join(f"{k}×{v}" for k, v in stream.quirks.items())
+        lines.append(f"stream {i}  {stream.dialect}  end={stream.end}" + (f"  quirks: {quirks}" if quirks else ""))
+        if not stream.calls:
+            lines.append("  (no tool calls)")
+        for call in stream.calls:
+            verdict = call.state.value.upper() + (f"  {call.reason}" if call.reason else "")
+            lines.append(
+                f"  {call.name or '?':<24} {call.call_id or '?':<36} {call.bytes:>8} B {call.fragments:>5} frag"
+                f"  {call.executor:<6}  {verdict}"
+            )
+        for result in stream.results:
+            lines.append(f"  result -> {result.tool_call_id}: is_error={str(result.is_error).lower()} {result.content}")
+    return "\n".join(lines) + "\n"
+
+
+def _default_captures() -> Path | None:
+    shared = Path(os.environ.get("TOOLLATCH_SHARED", "../shared"))
+    captures = shared / "captures"
+    return captures if captures.is_dir() else None
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    try:
+        config = _load_config(args.config)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    from web.app import run  # the web layer is imported only for this command
+    from web.settings import Settings
+
+    captures = Path(args.captures) if args.captures else _default_captures()
+    if captures is not None and not captures.is_dir():
+        return _fail(f"--captures {captures}: not a directory")
+    run(Settings(captures_dir=captures, config=config, host=args.host, port=args.port))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="toollatch", description="Strict streaming tool-call assembler.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    asm = sub.add_parser("assemble", help="assemble the tool calls of a recorded stream")
+    asm.add_argument("path", help="capture file: raw SSE (curl -N) or JSON Lines")
+    asm.add_argument("--dialect", choices=sorted(ADAPTERS), help="skip detection")
+    asm.add_argument("--tools", help="JSON file with the request's tools array (OpenAI or Anthropic)")
+    asm.add_argument("--config", help="YAML file with an agent_stream_assemble section")
+    asm.add_argument("--json", action="store_true", help="print one JSON document")
+    asm.add_argument("--reveal", action="store_true", help="allow reasons to quote argument text")
+    asm.set_defaults(func=run_assemble)
+
+    srv = sub.add_parser("serve", help="run the dashboard")
+    srv.add_argument("--host", default="127.0.0.1")
+    srv.add_argument("--port", type=int, default=8765)
+    srv.add_argument("--captures", help="folder of captures to list (default: $TOOLLATCH_SHARED/captures if present)")
+    srv.add_argument("--config", help="YAML file with an agent_stream_assemble section")
+    srv.set_defaults(func=run_serve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,100 @@
+"""AWS Bedrock streaming: ConverseStream, and InvokeModelWithResponseStream for Claude.
+
+Provider documents: Amazon Bedrock API reference, ``ConverseStream`` (events
+``messageStart``, ``contentBlockStart.start.toolUse`` {``toolUseId``, ``name``, ``type``},
+``contentBlockDelta.delta.toolUse.input`` string fragments, ``contentBlockStop``,
+``messageStop``, ``metadata``, and the ``*Exception`` error events) and
+``InvokeModelWithResponseStream`` (``chunk.bytes``: base64 of an Anthropic Messages event).
+
+Input here is one event per line, ``{"<event type>": <payload>}``, as the AWS SDKs yield
+decoded event-stream frames. Calls are keyed by ``contentBlockIndex``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+
+from ..capture import ProviderEvent
+from ..model import ArgsFragment, BlockStop, CallStart, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
+from .anthropic import AnthropicAdapter
+
+
+class BedrockConverseAdapter:
+    """Translates ConverseStream events into ops."""
+
+    name = "bedrock-converse"
+
+    def __init__(self) -> None:
+        self._started = False
+        self._ended = False
+        self._tool_blocks: set[int] = set()
+
+    def feed(self, event: ProviderEvent) -> list[Op]:
+        data = event.data
+        if not isinstance(data, dict) or len(data) != 1:
+            return [Quirk("non_event_line")]
+        ((kind, body),) = data.items()
+        body = body if isinstance(body, dict) else {}
+        index = body.get("contentBlockIndex")
+        if kind == "messageStart":
+            ops: list[Op] = []
+            if self._started and not self._ended:
+                ops.append(StreamTruncated("a new messageStart arrived before messageStop"))
+            self._started, self._ended, self._tool_blocks = True, False, set()
+            ops.append(StreamStart({}))
+            return ops
+        if kind == "contentBlockStart":
+            tool = (body.get("start") or {}).get("toolUse")
+            if not isinstance(tool, dict) or not isinstance(index, int):
+                return []
+            self._tool_blocks.add(index)
+            executor = "server" if tool.get("type") == "server_tool_use" else "client"
+            return [CallStart((index,), tool.get("toolUseId") or None, tool.get("name") or None, executor)]
+        if kind == "contentBlockDelta":
+            tool = (body.get("delta") or {}).get("toolUse")
+            if isinstance(tool, dict) and index in self._tool_blocks:
+                text = tool.get("input")
+                return [ArgsFragment((index,), text)] if isinstance(text, str) and text else []
+            return []
+        if kind == "contentBlockStop":
+            return [BlockStop((index,))] if index in self._tool_blocks else []
+        if kind == "messageStop":
+            self._ended = True
+            return [StreamEnd(f"messageStop {body.get('stopReason', '')}".strip())]
+        if kind.endswith("Exception"):
+            self._ended = True
+            return [StreamError(f"{kind}: {body.get('message', '')}".rstrip(": "))]
+        return []  # metadata and unknown events
+
+    def close(self) -> list[Op]:
+        if self._started and not self._ended:
+            return [StreamTruncated("input ended before messageStop")]
+        return []
+
+
+class BedrockInvokeAdapter:
+    """Unwraps ``chunk.bytes`` (base64 Anthropic events) and reuses the Anthropic adapter."""
+
+    name = "bedrock-invoke"
+
+    def __init__(self) -> None:
+        self._inner = AnthropicAdapter()
+
+    def feed(self, event: ProviderEvent) -> list[Op]:
+        data = event.data
+        chunk = data.get("chunk") if isinstance(data, dict) else None
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("bytes"), str):
+            if isinstance(data, dict) and len(data) == 1 and next(iter(data)).endswith("Exception"):
+                ((kind, body),) = data.items()
+                return [StreamError(f"{kind}: {(body or {}).get('message', '')}".rstrip(": "))]
+            return [Quirk("non_chunk_line")]
+        try:
+            inner = json.loads(base64.b64decode(chunk["bytes"], validate=True))
+        except (binascii.Error, ValueError):
+            return [StreamError(f"line {event.line}: chunk.bytes is not base64 JSON")]
+        return self._inner.feed(ProviderEvent(None, inner, event.line, event.offset))
+
+    def close(self) -> list[Op]:
+        return self._inner.close()

@@ -1,0 +1,151 @@
+"""OpenAI Chat Completions streaming (and OpenAI-compatible gateways).
+
+Provider document: OpenAI API reference, "The chat completion chunk object":
+``choices[i].delta.tool_calls[j]`` carries ``index``, ``id``, ``type`` and
+``function.{name, arguments}``; ``arguments`` arrives as string fragments; the stream
+ends with ``finish_reason`` on each choice and ``data: [DONE]``.
+
+Keying: a call is ``(choice index, tool_calls[].index, generation)``. A different
+non-empty ``id`` at an index already bound starts a new generation (some gateways put
+parallel calls at one index). An entry without ``index`` binds by its ``id``, else to the
+single call of that choice; with several calls that is ambiguous and fails the stream
+rather than guessing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..capture import DONE, ProviderEvent
+from ..model import ArgsFragment, CallIdentity, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamTruncated
+
+
+@dataclass
+class _Choice:
+    bound: dict[int, CallKey] = field(default_factory=dict)  # tool_calls index -> current key
+    by_id: dict[str, CallKey] = field(default_factory=dict)
+    ids: dict[CallKey, str] = field(default_factory=dict)
+    keys: list[CallKey] = field(default_factory=list)
+    finished: bool = False
+
+
+class OpenAIChatAdapter:
+    """Translates ``chat.completion.chunk`` objects into ops."""
+
+    name = "openai-chat"
+
+    def __init__(self) -> None:
+        self._choices: dict[int, _Choice] = {}
+        self._ended = False
+
+    def feed(self, event: ProviderEvent) -> list[Op]:
+        ops: list[Op] = []
+        data = event.data
+        if data == DONE:
+            if not self._ended:
+                self._ended = True
+                ops.append(StreamEnd("[DONE]"))
+            return ops
+        if not isinstance(data, dict):
+            return [Quirk("non_object_chunk")]
+        if isinstance(data.get("error"), (dict, str)):
+            return [StreamError(_error_detail(data["error"]))]
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices:
+            return ops  # metadata: usage, prompt filter results, provider extras
+        finished_now = False
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            ci = choice.get("index", 0)
+            if not isinstance(ci, int):
+                ci = 0
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                state = self._choices.setdefault(ci, _Choice())
+                entries = delta.get("tool_calls")
+                if isinstance(entries, list):
+                    for entry in entries:
+                        if isinstance(entry, dict):
+                            self._entry(ci, state, entry, ops)
+            if choice.get("finish_reason"):
+                self._choices.setdefault(ci, _Choice()).finished = True
+                finished_now = True
+        if finished_now and not self._ended and all(c.finished for c in self._choices.values()):
+            self._ended = True
+            ops.append(StreamEnd("finish_reason"))
+        return ops
+
+    def close(self) -> list[Op]:
+        if self._ended:
+            return []
+        return [StreamTruncated("input ended before finish_reason or [DONE]")]
+
+    def _entry(self, ci: int, state: _Choice, entry: dict[str, Any], ops: list[Op]) -> None:
+        call_id = entry.get("id") if isinstance(entry.get("id"), str) else None
+        fn = entry.get("function") if isinstance(entry.get("function"), dict) else {}
+        name = fn.get("name") if isinstance(fn.get("name"), str) else None
+        args = fn.get("arguments")
+        if call_id == "":
+            ops.append(Quirk("empty_id_on_continuation"))
+        if name == "":
+            ops.append(Quirk("empty_name_on_continuation"))
+        key = self._bind(ci, state, entry.get("index"), call_id or None, ops)
+        if key is None:
+            return
+        if key not in state.keys:
+            state.keys.append(key)
+            if call_id:
+                state.by_id[call_id] = key
+                state.ids[key] = call_id
+            ops.append(CallStart(key, call_id or None, name or None))
+        elif call_id or name:
+            if call_id and key not in state.ids:
+                state.by_id[call_id] = key
+                state.ids[key] = call_id
+            ops.append(CallIdentity(key, call_id or None, name or None))
+        if isinstance(args, str):
+            if args:
+                ops.append(ArgsFragment(key, args))
+        elif isinstance(args, (dict, list)):
+            ops.append(Quirk("arguments_as_json_value"))
+            ops.append(ArgsFragment(key, json.dumps(args, ensure_ascii=False)))
+
+    def _bind(self, ci: int, state: _Choice, index: Any, call_id: str | None, ops: list[Op]) -> CallKey | None:
+        if isinstance(index, int) and not isinstance(index, bool):
+            key = state.bound.get(index)
+            if key is None:
+                if index != len(state.bound):
+                    ops.append(Quirk("sparse_index"))
+                key = (ci, index, 0)
+                state.bound[index] = key
+            elif call_id and state.ids.get(key) not in (None, call_id):
+                ops.append(Quirk("same_index_new_id"))
+                key = (ci, index, key[2] + 1)
+                state.bound[index] = key
+            return key
+        ops.append(Quirk("missing_index"))
+        if call_id:
+            key = state.by_id.get(call_id)
+            if key is None:
+                index = max(state.bound, default=-1) + 1
+                key = (ci, index, 0)
+                state.bound[index] = key
+            return key
+        if len(state.keys) == 1:
+            return state.keys[0]
+        if not state.keys:
+            key = (ci, 0, 0)
+            state.bound[0] = key
+            return key
+        ops.append(StreamError(f"choice {ci}: tool_calls entry without index or id while {len(state.keys)} calls are open"))
+        return None
+
+
+def _error_detail(error: Any) -> str:
+    if isinstance(error, dict):
+        parts = [str(error.get(k)) for k in ("type", "code", "message") if error.get(k)]
+        return ": ".join(parts) or "provider error"
+    return str(error)

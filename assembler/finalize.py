@@ -1,0 +1,116 @@
+"""The latch's content checks: strict JSON, the object rule, the registry and the schema.
+
+Strict JSON follows RFC 8259 on the *whole* joined text: no NaN/Infinity, no trailing
+data, no comment or trailing-comma repair, duplicate object keys rejected. Nothing here
+ever parses a fragment on its own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .model import Reason
+from .registry import ToolRegistry
+
+
+class StrictJSONError(ValueError):
+    """Text is not one strict JSON value.
+
+    ``byte_offset`` is the offset in the UTF-8 encoded text where parsing stopped;
+    ``problem`` names the kind of fault without quoting the text.
+    """
+
+    def __init__(self, problem: str, byte_offset: int | None) -> None:
+        where = f" at byte {byte_offset}" if byte_offset is not None else ""
+        super().__init__(problem + where)
+        self.problem = problem
+        self.byte_offset = byte_offset
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-standard constant {name}")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKey("duplicate object key")
+        obj[key] = value
+    return obj
+
+
+def strict_loads(text: str) -> Any:
+    """Parse ``text`` as exactly one RFC 8259 JSON value; raise :class:`StrictJSONError`."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        # exc.msg is the decoder's description ("Expecting ',' delimiter"); it never
+        # contains the document. exc.pos counts characters: report UTF-8 bytes.
+        return _raise(exc.msg, len(text[: exc.pos].encode("utf-8", "surrogatepass")))
+    except _DuplicateKey:
+        return _raise("duplicate object key", None)
+    except ValueError as exc:  # parse_constant: NaN, Infinity, -Infinity
+        return _raise(str(exc), None)
+    except RecursionError:
+        return _raise("nesting too deep", None)
+
+
+def _raise(problem: str, offset: int | None) -> Any:
+    raise StrictJSONError(problem, offset)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Outcome of the content checks: ``arguments`` when they pass, else ``reason``."""
+
+    arguments: Any
+    reason: str | None
+
+
+def check_arguments(
+    text: str,
+    name: str,
+    *,
+    registry: ToolRegistry | None,
+    must_be_object: bool = True,
+    reveal: bool = False,
+) -> Verdict:
+    """Apply latch conditions 2-4 (registry, strict JSON, object, schema) to joined text.
+
+    Empty text means "no arguments" and finalizes as ``{}``. Reasons never quote the
+    argument text unless ``reveal`` is true.
+    """
+    if registry is not None and name not in registry:
+        return Verdict(None, Reason.UNKNOWN_TOOL.with_detail(f"{name} is not registered for this turn"))
+    if text == "":
+        value: Any = {}
+    else:
+        try:
+            value = strict_loads(text)
+        except StrictJSONError as exc:
+            return Verdict(None, Reason.INVALID_JSON.with_detail(str(exc)))
+    if must_be_object and not isinstance(value, dict):
+        return Verdict(None, Reason.ARGUMENTS_NOT_OBJECT.with_detail(f"got a JSON {_json_type(value)}"))
+    if registry is not None:
+        issues = registry.validate(name, value)
+        if issues:
+            first = issues[0]
+            detail = f"{first.pointer}: {first.message}" if reveal else f"{first.pointer}: {first.keyword} {first.expected}"
+            more = f" (+{len(issues) - 1} more)" if len(issues) > 1 else ""
+            return Verdict(None, Reason.SCHEMA_INVALID.with_detail(detail.rstrip() + more))
+    return Verdict(value, None)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    return {int: "number", float: "number", str: "string", list: "array"}.get(type(value), type(value).__name__)

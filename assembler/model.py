@@ -1,0 +1,253 @@
+"""Provider-independent data: call states, ops, assembly events and results.
+
+Data flows one way: a dialect adapter turns provider events into *ops*; the
+:class:`~assembler.assembler.Assembler` applies ops to per-call state machines and
+emits *assembly events*; finalized calls and their results come out as
+:class:`StreamResult`.
+
+Argument text lives only in :class:`ArgsFragment` ops (input side) and in
+:class:`CommittedCall` (output side, after the latch). Nothing else here has a field
+that could carry it: assembly events carry a :class:`~assembler.redact.CallView`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+#: A call's stable position in the provider's stream, e.g. ``(choice, index, generation)``
+#: for OpenAI Chat or ``(block_index,)`` for Anthropic. Sorting keys gives provider order.
+CallKey: TypeAlias = tuple[int, ...]
+
+Executor = Literal["client", "server"]
+StreamEndKind = Literal["complete", "truncated", "error", "cancelled"]
+
+
+class CallState(enum.Enum):
+    """States of one streamed tool call (DESIGN.md, "Core model")."""
+
+    OPEN = "open"
+    ARGS_COMPLETE = "args_complete"
+    COMMITTED = "committed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (CallState.COMMITTED, CallState.FAILED, CallState.CANCELLED)
+
+
+class Reason(str, enum.Enum):
+    """Reason codes a non-committed call carries (``reason`` starts with one of these)."""
+
+    INVALID_JSON = "invalid_json"
+    ARGUMENTS_NOT_OBJECT = "arguments_not_object"
+    ARGUMENTS_EXCEED_MAX_BYTES = "arguments_exceed_max_bytes"
+    TOO_MANY_TOOL_CALLS = "too_many_tool_calls"
+    MISSING_ID_OR_NAME = "missing_id_or_name"
+    UNKNOWN_TOOL = "unknown_tool"
+    SCHEMA_INVALID = "schema_invalid"
+    STREAM_TRUNCATED = "stream_truncated"
+    STREAM_ERROR = "stream_error"
+    IDLE_TIMEOUT = "idle_timeout"
+    CANCELLED = "cancelled"
+
+    def with_detail(self, detail: str | None) -> str:
+        return f"{self.value}: {detail}" if detail else self.value
+
+
+# --------------------------------------------------------------------------- ops
+# Ops are what dialect adapters produce. They know nothing of states.
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStart:
+    """A new response stream begins (e.g. Anthropic ``message_start``).
+
+    A file may hold several consecutive streams; each gets its own assembler.
+    """
+
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CallStart:
+    """A tool call appears at ``key``.
+
+    ``whole_arguments`` is argument text that arrived complete with the start
+    (Anthropic ``content_block_start.content_block.input``, Responses ``.done``
+    without deltas); it is used only if no :class:`ArgsFragment` arrives for the key.
+    """
+
+    key: CallKey
+    call_id: str | None = None
+    name: str | None = None
+    executor: Executor = "client"
+    whole_arguments: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallIdentity:
+    """``call_id`` and/or ``name`` seen after the start: *set*, never appended."""
+
+    key: CallKey
+    call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ArgsFragment:
+    """One opaque fragment of argument text (never parsed on its own)."""
+
+    key: CallKey
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class BlockStop:
+    """The provider closed the call's block (Anthropic ``content_block_stop``)."""
+
+    key: CallKey
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEnd:
+    """The provider's *normal* end (``[DONE]``, ``finish_reason``, ``message_stop``)."""
+
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamTruncated:
+    """Input ended without the provider's normal end."""
+
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamError:
+    """The provider reported an error, or the stream could not be interpreted."""
+
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """User stop or deadline: open calls become CANCELLED."""
+
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Quirk:
+    """A provider or gateway deviation met in the stream (recorded, never fatal)."""
+
+    name: str
+
+
+Op: TypeAlias = (
+    StreamStart
+    | CallStart
+    | CallIdentity
+    | ArgsFragment
+    | BlockStop
+    | StreamEnd
+    | StreamTruncated
+    | StreamError
+    | Cancel
+    | Quirk
+)
+
+
+# ------------------------------------------------------------------ results
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """One state change of a call; ``t`` in seconds since the stream started."""
+
+    state: CallState
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedCall:
+    """A call that passed the completion latch; the only type an executor accepts.
+
+    ``arguments`` is the parsed JSON value: an object (``{}`` for a call with no argument
+    text) unless ``arguments_must_be_object`` was turned off.
+    """
+
+    key: CallKey
+    call_id: str
+    name: str
+    arguments: Any
+    executor: Executor = "client"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A result owed to the client for one ``tool_call_id``."""
+
+    tool_call_id: str | None
+    is_error: bool
+    content: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool_call_id": self.tool_call_id, "is_error": self.is_error, "content": self.content}
+
+
+@dataclass(slots=True)
+class CallOutcome:
+    """The final record of one call, as ``toollatch assemble --json`` prints it.
+
+    ``bytes`` counts UTF-8 bytes of argument text received; ``fragments`` counts
+    argument fragments received (both include text dropped after an overflow).
+    ``arguments`` is set only for COMMITTED calls.
+    """
+
+    key: CallKey
+    call_id: str | None
+    name: str | None
+    state: CallState
+    reason: str | None
+    bytes: int
+    fragments: int
+    executor: Executor
+    arguments: Any = None
+    transitions: list[Transition] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "call_id": self.call_id,
+            "name": self.name,
+            "state": self.state.value,
+            "reason": self.reason,
+            "arguments": self.arguments,
+            "bytes": self.bytes,
+            "fragments": self.fragments,
+            "executor": self.executor,
+        }
+
+
+@dataclass(slots=True)
+class StreamResult:
+    """Everything one stream assembled to."""
+
+    dialect: str
+    end: StreamEndKind | None
+    end_detail: str | None
+    calls: list[CallOutcome]
+    results: list[ToolResult]
+    quirks: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dialect": self.dialect,
+            "end": self.end,
+            "end_detail": self.end_detail,
+            "calls": [c.to_json() for c in self.calls],
+            "results": [r.to_json() for r in self.results],
+            "quirks": [{"quirk": k, "count": v} for k, v in self.quirks.items()],
+        }

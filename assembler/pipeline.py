@@ -1,0 +1,167 @@
+"""Provider events → dialect adapter → ops → one assembler per stream.
+
+:class:`Pipeline` is what the CLI and the dashboard drive: feed it provider events one at
+a time, then :meth:`Pipeline.close` at end of input (or :meth:`Pipeline.cancel` on a user
+stop). The dialect is detected from the first events unless given.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from .assembler import Assembler, Clock
+from .capture import CaptureError, ProviderEvent
+from .config import AssembleConfig
+from .dialects import ADAPTERS, DialectAdapter, detect, make_adapter
+from .model import CallKey, Cancel, CommittedCall, Op, StreamError, StreamResult, StreamStart, StreamTruncated
+from .redact import AssemblyEvent
+from .registry import ToolRegistry
+
+#: Events read without learning the dialect before giving up.
+DETECTION_WINDOW = 64
+
+
+class Pipeline:
+    """Assembles every stream of one input.
+
+    Raises :class:`~assembler.capture.CaptureError` (from :meth:`feed` or :meth:`close`)
+    when the dialect cannot be recognised or is not supported; the message names the input.
+    """
+
+    def __init__(
+        self,
+        dialect: str | None = None,
+        *,
+        config: AssembleConfig | None = None,
+        registry: ToolRegistry | None = None,
+        clock: Clock = time.monotonic,
+        reveal: bool = False,
+        name: str = "<input>",
+    ) -> None:
+        self.config = config or AssembleConfig()
+        self.registry = registry
+        self.reveal = reveal
+        self.name = name
+        self._clock = clock
+        self._adapter: DialectAdapter | None = None
+        self._dialect: str | None = None
+        self._pending: list[ProviderEvent] = []
+        self._streams: list[Assembler] = []
+        self._closed = False
+        if dialect is not None:
+            self._use(dialect)
+
+    @property
+    def dialect(self) -> str | None:
+        return self._dialect
+
+    @property
+    def ended(self) -> bool:
+        """True once closed or cancelled: further events are ignored."""
+        return self._closed
+
+    @property
+    def streams(self) -> list[Assembler]:
+        return list(self._streams)
+
+    def feed(self, event: ProviderEvent) -> list[AssemblyEvent]:
+        """Apply one provider event; return the assembly events it caused."""
+        if self._closed:
+            return []
+        if self._adapter is None:
+            if event.error is not None:
+                raise CaptureError(event.error)
+            self._pending.append(event)
+            found = detect(event)
+            if found is None:
+                if len(self._pending) >= DETECTION_WINDOW:
+                    raise CaptureError(f"{self.name}: no known provider stream in the first {DETECTION_WINDOW} events")
+                return []
+            self._use(found)
+            pending, self._pending = self._pending, []
+            out: list[AssemblyEvent] = []
+            for ev in pending:
+                out.extend(self._feed_known(ev))
+            return out
+        return self._feed_known(event)
+
+    def close(self) -> list[AssemblyEvent]:
+        """End of input: a stream that did not end normally becomes truncated."""
+        if self._closed:
+            return []
+        if self._adapter is None:
+            raise CaptureError(f"{self.name}: no known provider stream found")
+        out = self._apply_all(self._adapter.close())
+        current = self._current()
+        if not current.ended:
+            out.extend(current.apply(StreamTruncated("input ended")))
+        self._closed = True
+        return out
+
+    def cancel(self, detail: str = "user stop") -> list[AssemblyEvent]:
+        """User stop: open calls of the current stream become CANCELLED."""
+        if self._closed:
+            return []
+        self._closed = True
+        if self._adapter is None and not self._streams:
+            return []
+        return self._current().apply(Cancel(detail))
+
+    def results(self) -> list[StreamResult]:
+        return [s.result() for s in self._streams]
+
+    def committed(self, stream: int, key: CallKey) -> CommittedCall | None:
+        """The committed call ``key`` of stream ``stream``, or None before/without commit."""
+        if 0 <= stream < len(self._streams):
+            return self._streams[stream].committed(key)
+        return None
+
+    # ------------------------------------------------------------------ internals
+
+    def _use(self, dialect: str) -> None:
+        if dialect not in ADAPTERS:
+            raise CaptureError(f"{self.name}: {dialect} stream recognised, but that dialect is not supported")
+        self._adapter = make_adapter(dialect)
+        self._dialect = dialect
+
+    def _feed_known(self, event: ProviderEvent) -> list[AssemblyEvent]:
+        assert self._adapter is not None
+        if event.error is not None:
+            return self._apply_all([StreamError(event.error)])
+        return self._apply_all(self._adapter.feed(event))
+
+    def _apply_all(self, ops: Iterable[Op]) -> list[AssemblyEvent]:
+        out: list[AssemblyEvent] = []
+        for op in ops:
+            if isinstance(op, StreamStart) and self._streams and self._streams[-1].began:
+                self._new_stream()
+            out.extend(self._current().apply(op))
+        return out
+
+    def _current(self) -> Assembler:
+        if not self._streams:
+            self._new_stream()
+        return self._streams[-1]
+
+    def _new_stream(self) -> None:
+        assert self._dialect is not None
+        self._streams.append(
+            Assembler(
+                self._dialect,
+                config=self.config,
+                registry=self.registry,
+                clock=self._clock,
+                stream_index=len(self._streams),
+                reveal=self.reveal,
+            )
+        )
+
+
+def assemble_events(events: Iterable[ProviderEvent], **kwargs: object) -> list[StreamResult]:
+    """Convenience: run ``events`` through a :class:`Pipeline` and return its results."""
+    pipeline = Pipeline(**kwargs)  # type: ignore[arg-type]
+    for event in events:
+        pipeline.feed(event)
+    pipeline.close()
+    return pipeline.results()

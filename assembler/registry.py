@@ -1,0 +1,104 @@
+"""The tools registered for a turn, and their argument schemas.
+
+Accepts the ``tools`` array a client sent: OpenAI Chat Completions
+(``[{"type": "function", "function": {"name", "parameters"}}]``), OpenAI Responses
+(``[{"type": "function", "name", "parameters"}]``) or Anthropic Messages
+(``[{"name", "input_schema"}]``). Server tools without a schema are registered by name.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jsonschema import exceptions as js_exceptions
+from jsonschema import validators
+
+
+class RegistryError(ValueError):
+    """A tools file or array cannot be used; the message says which entry and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaIssue:
+    """One JSON Schema error: a JSON Pointer into the arguments and the failed keyword.
+
+    ``message`` is jsonschema's own text, which may quote argument values: show it only
+    when the user asked to reveal argument text.
+    """
+
+    pointer: str
+    keyword: str
+    expected: str
+    message: str
+
+
+class ToolRegistry:
+    """Registered tool names, each with an optional compiled JSON Schema validator."""
+
+    def __init__(self, schemas: dict[str, dict[str, Any] | None]) -> None:
+        self._validators: dict[str, Any] = {}
+        for name, schema in schemas.items():
+            if schema is None:
+                self._validators[name] = None
+                continue
+            cls = validators.validator_for(schema)
+            try:
+                cls.check_schema(schema)
+            except js_exceptions.SchemaError as exc:
+                raise RegistryError(f"tool {name!r}: invalid JSON Schema: {exc.message}") from None
+            self._validators[name] = cls(schema)
+
+    @classmethod
+    def from_tools(cls, tools: Any) -> "ToolRegistry":
+        """Build from an OpenAI or Anthropic ``tools`` array (or ``{"tools": [...]}``)."""
+        if isinstance(tools, dict) and "tools" in tools:
+            tools = tools["tools"]
+        if not isinstance(tools, list):
+            raise RegistryError("expected a JSON array of tools (or an object with a 'tools' array)")
+        schemas: dict[str, dict[str, Any] | None] = {}
+        for i, tool in enumerate(tools):
+            if not isinstance(tool, dict):
+                raise RegistryError(f"tools[{i}]: expected an object")
+            spec = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+            name = spec.get("name")
+            if not isinstance(name, str) or not name:
+                raise RegistryError(f"tools[{i}]: missing 'name'")
+            schema = spec.get("parameters", spec.get("input_schema", spec.get("inputSchema")))
+            if schema is not None and not isinstance(schema, dict):
+                raise RegistryError(f"tools[{i}] ({name}): schema must be an object")
+            schemas[name] = schema
+        return cls(schemas)
+
+    @classmethod
+    def load(cls, path: Path) -> "ToolRegistry":
+        """Read a JSON file holding a ``tools`` array."""
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RegistryError(f"{path}: cannot read tools: {exc}") from None
+        try:
+            return cls.from_tools(doc)
+        except RegistryError as exc:
+            raise RegistryError(f"{path}: {exc}") from None
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._validators)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._validators
+
+    def validate(self, name: str, arguments: Any) -> list[SchemaIssue]:
+        """All schema errors of ``arguments`` for tool ``name`` (empty when valid or no schema)."""
+        validator = self._validators.get(name)
+        if validator is None:
+            return []
+        issues = []
+        for err in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)):
+            pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in err.absolute_path)
+            expected = json.dumps(err.validator_value, ensure_ascii=False) if err.validator != "$ref" else ""
+            issues.append(SchemaIssue(pointer or "/", str(err.validator), expected[:120], err.message))
+        return issues

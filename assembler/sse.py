@@ -1,0 +1,213 @@
+"""Incremental Server-Sent Events decoder over raw bytes.
+
+Implements the parsing rules of the WHATWG HTML Living Standard, 9.2.6 "Interpreting an
+event stream": one optional leading UTF-8 BOM is stripped, the stream is decoded as
+UTF-8 with replacement of invalid sequences, lines end at CRLF, LF or CR, and a blank
+line dispatches the event being collected. The incremental shape follows httpx's
+``LineDecoder``: :meth:`SSEDecoder.decode` takes any split of the input and
+:meth:`SSEDecoder.flush` ends it.
+
+Lines are split on *bytes* (CR and LF never occur inside a UTF-8 multi-byte sequence),
+then decoded, so byte offsets stay exact even where invalid input was replaced. Each
+chunk is scanned once; pieces of a line that spans reads are decoded incrementally and
+joined only when the line ends, so the total cost is linear in the input size.
+
+Recognising ``[DONE]`` or any other payload convention is not this module's job.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+__all__ = ["SSEDecoder", "SSEEvent", "iter_sse"]
+
+_BOM = b"\xef\xbb\xbf"
+_EOL = re.compile(rb"\r\n?|\n")  # the only SSE line ends; never str.splitlines()
+_CR, _LF = 0x0D, 0x0A
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    """One dispatched event.
+
+    ``event`` is the event type (``"message"`` when no non-empty ``event:`` field was
+    given). ``data`` is the ``data:`` values joined with ``"\\n"`` (the spec's data buffer
+    minus its final ``"\\n"``); ``data:`` alone gives ``""``. ``id`` is the last-event-id
+    buffer at dispatch: it persists across events and is ``None`` until an ``id:`` field
+    without U+0000 is seen (``id:`` alone sets it to ``""``). ``retry`` is the last valid
+    (all ASCII digits) ``retry:`` value, in milliseconds, within this event, else ``None``.
+
+    ``line`` (1-based, counted over the whole input) and ``offset`` (0-based, in raw
+    input *bytes*, BOM included in the count) locate the event's first line: the first
+    non-blank line after the previous blank line, **comment lines included**. A leading
+    BOM is not part of any line, so ``raw[offset:]`` always starts with that line's bytes.
+    """
+
+    event: str
+    data: str
+    id: str | None
+    retry: int | None
+    line: int
+    offset: int
+
+
+class SSEDecoder:
+    """Incremental SSE decoder (WHATWG HTML Living Standard, 9.2.6 Interpreting an event stream).
+
+    Feed byte chunks of any size to :meth:`decode` (splits may fall mid-line, between the
+    CR and LF of a CRLF, inside the BOM or inside a UTF-8 character) and call
+    :meth:`flush` once at end of input. Splitting never changes the events produced.
+
+    A line ending in CR is processed at the CR; an LF that starts the next read is then
+    swallowed as the rest of that CRLF. Per the spec, an event not terminated by a blank
+    line when the input ends is discarded, never dispatched, and so is an unterminated
+    final line; :attr:`incomplete_tail` reports that this happened.
+    """
+
+    def __init__(self) -> None:
+        self._pieces = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._head = b""  # bytes held at stream start while they could still be a BOM
+        self._at_start = True
+        self._skip_lf = False  # the previous read ended with CR
+        self._parts: list[str] = []  # decoded pieces of the current unterminated line
+        self._line_start = 0  # byte offset of the current line
+        self._bytes_read = 0
+        self._lines_read = 0
+        self._flushed = False
+        self._incomplete = False
+        # Event buffers (spec: event type, data, last event ID) plus our per-event extras.
+        self._type = ""
+        self._data: list[str] = []
+        self._last_id: str | None = None
+        self._retry: int | None = None
+        self._first: tuple[int, int] | None = None  # (line, offset) of the event's first line
+
+    @property
+    def incomplete_tail(self) -> bool:
+        """After :meth:`flush`: ``True`` if the input did not end on an event boundary.
+
+        That is, the final line had no line end, or a non-blank line (field or comment)
+        came after the last blank line; such pending input was discarded. ``False``
+        before :meth:`flush`, for empty input and for a cleanly terminated stream.
+        """
+        return self._incomplete
+
+    @property
+    def bytes_read(self) -> int:
+        """Raw bytes passed to :meth:`decode` so far (BOM and line ends included)."""
+        return self._bytes_read
+
+    @property
+    def lines_read(self) -> int:
+        """Complete (terminated) lines processed so far; CRLF ends one line."""
+        return self._lines_read
+
+    def decode(self, chunk: bytes) -> list[SSEEvent]:
+        """Consume ``chunk`` (bytes, any length, may be empty) and return the events
+        whose terminating blank line it completed, in input order.
+
+        Raises :class:`RuntimeError` after :meth:`flush`.
+        """
+        if self._flushed:
+            raise RuntimeError("SSEDecoder.decode() called after flush()")
+        base = self._bytes_read  # input offset of chunk[0]
+        self._bytes_read += len(chunk)
+        pos = 0
+        if self._at_start:
+            chunk = self._head + chunk
+            base -= len(self._head)
+            if len(chunk) < len(_BOM) and _BOM.startswith(chunk):
+                self._head = chunk  # maybe a BOM split across reads: wait for more
+                return []
+            self._at_start, self._head = False, b""
+            if chunk.startswith(_BOM):
+                pos = self._line_start = len(_BOM)
+        n = len(chunk)
+        if self._skip_lf and pos < n:
+            self._skip_lf = False
+            if chunk[pos] == _LF:  # second half of a CRLF split across reads
+                pos += 1
+                self._line_start += 1
+        events: list[SSEEvent] = []
+        for m in _EOL.finditer(chunk, pos):
+            segment = chunk[pos : m.start()]
+            if self._parts:
+                self._parts.append(self._pieces.decode(segment, final=True))
+                text = "".join(self._parts)
+                self._parts.clear()
+            else:
+                text = segment.decode("utf-8", "replace")
+            self._lines_read += 1
+            self._process(text, self._line_start, events)
+            pos = m.end()
+            self._line_start = base + pos
+        if pos < n:
+            self._parts.append(self._pieces.decode(chunk[pos:]))
+        elif n and chunk[-1] == _CR:  # a match ended exactly here, and it was a lone CR
+            self._skip_lf = True
+        return events
+
+    def flush(self) -> list[SSEEvent]:
+        """End of input. Always returns ``[]``: the spec dispatches nothing at end of
+        input, so a pending event or unterminated line is discarded (see
+        :attr:`incomplete_tail`). A second call is a no-op.
+        """
+        if not self._flushed:
+            self._flushed = True
+            self._incomplete = bool(self._head or self._parts) or self._first is not None
+            self._parts.clear()
+            self._pieces.reset()
+            self._data.clear()
+        return []
+
+    def _process(self, line: str, offset: int, events: list[SSEEvent]) -> None:
+        if not line:  # blank line: dispatch (if there is data), then reset
+            if self._data and self._first is not None:
+                events.append(
+                    SSEEvent(
+                        event=self._type or "message",
+                        data="\n".join(self._data),
+                        id=self._last_id,
+                        retry=self._retry,
+                        line=self._first[0],
+                        offset=self._first[1],
+                    )
+                )
+            self._type, self._retry, self._first = "", None, None
+            self._data.clear()
+            return
+        if self._first is None:
+            self._first = (self._lines_read, offset)
+        if line[0] == ":":  # comment
+            return
+        name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]  # exactly one space is removed
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._type = value
+        elif name == "id":
+            if "\0" not in value:
+                self._last_id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            try:  # leading zeros are harmless; int() refuses > 4300 digits
+                self._retry = int(value.lstrip("0") or "0")
+            except ValueError:  # an absurd number of milliseconds: ignore the field
+                pass
+        # any other field name is ignored
+
+
+def iter_sse(chunks: Iterable[bytes]) -> Iterator[SSEEvent]:
+    """Yield the events of a byte stream given as ``chunks``: decode all, then flush.
+
+    An unterminated final event is silently discarded; use :class:`SSEDecoder` directly
+    to observe :attr:`SSEDecoder.incomplete_tail`.
+    """
+    decoder = SSEDecoder()
+    for chunk in chunks:
+        yield from decoder.decode(chunk)
+    yield from decoder.flush()

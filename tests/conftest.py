@@ -1,0 +1,41 @@
+"""Shared fixtures: where the recorded captures and handed cases live."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("TOOLLATCH_SHARED", ROOT.parent / "shared")).resolve()
+CAPTURES = SHARED / "captures"
+CASES = SHARED / "cases"
+
+
+def expected_files(folder: Path, *subdirs: str) -> list[Path]:
+    """Capture/case files that have a ``.expected.json`` beside them (empty when absent)."""
+    roots = [folder / s for s in subdirs] if subdirs else [folder]
+    found: list[Path] = []
+    for root in roots:
+        if root.is_dir():
+            found.extend(
+                p for p in sorted(root.rglob("*")) if p.suffix in (".sse", ".jsonl") and p.with_name(p.name + ".expected.json").exists()
+            )
+    return found
+
+
+def load_expected(path: Path) -> dict[str, Any]:
+    return json.loads(path.with_name(path.name + ".expected.json").read_text(encoding="utf-8"))
+
+
+def tools_file(path: Path) -> Path | None:
+    tools = path.with_name(path.name.rsplit(".", 1)[0] + ".tools.json")
+    return tools if tools.exists() else None
+
+
+def require_shared(path: Path) -> None:
+    if not path.is_dir():
+        pytest.skip(f"shared data not found at {path} (set TOOLLATCH_SHARED to the folder holding captures/ and cases/)")
