@@ -1,0 +1,1 @@
+"""toollatch dashboard: FastAPI app, replay sessions and WebSocket live updates."""
