@@ -64,6 +64,7 @@ class _Call:
     reason: str | None = None
     arguments: Any = None
     transitions: list[Transition] = field(default_factory=list)
+    last_activity: float = 0.0  # seconds since stream start: call start or last fragment
 
     def view(self) -> CallView:
         return CallView(
@@ -157,6 +158,21 @@ class Assembler:
         ]
         return StreamResult(self.dialect, self._end, self._end_detail, calls, results, dict(self._quirks))
 
+    def check_idle(self) -> list[AssemblyEvent]:
+        """Fail OPEN calls that received nothing for ``assemble_idle_timeout_s`` seconds.
+
+        Call this periodically on live or paced streams; time comes from the clock given
+        at construction, so tests can drive it.
+        """
+        out: list[AssemblyEvent] = []
+        if self._end is not None:
+            return out
+        now, limit = self._now(), self.config.assemble_idle_timeout_s
+        for call in self._ordered():
+            if call.machine.state is CallState.OPEN and now - call.last_activity >= limit:
+                self._fail(call, Reason.IDLE_TIMEOUT.with_detail(f"no fragment for {limit:g} s"), out)
+        return out
+
     # ------------------------------------------------------------------ ops
 
     def apply(self, op: Op) -> list[AssemblyEvent]:
@@ -204,7 +220,8 @@ class Assembler:
             call.bytes = len(op.whole_arguments.encode("utf-8", "surrogatepass"))
         in_flight = sum(1 for c in self._calls.values() if not c.machine.state.terminal)
         self._calls[op.key] = call
-        call.transitions.append(Transition(CallState.OPEN, self._now()))
+        call.last_activity = self._now()
+        call.transitions.append(Transition(CallState.OPEN, call.last_activity))
         self._emit(out, "call_opened", call)
         if in_flight >= self.config.max_tool_calls_in_flight_assemble:
             limit = self.config.max_tool_calls_in_flight_assemble
@@ -242,6 +259,7 @@ class Assembler:
             self._quirk("fragment_before_call_start", out)
             self._start(CallStart(op.key), out)
             call = self._calls[op.key]
+        call.last_activity = self._now()
         if call.fragments == 0 and call.whole_arguments:
             call.bytes = 0  # streamed text replaces input that came whole with the start
         call.bytes += len(op.text.encode("utf-8", "surrogatepass"))

@@ -108,6 +108,12 @@ class Pipeline:
             return []
         return self._current().apply(Cancel(detail))
 
+    def check_idle(self) -> list[AssemblyEvent]:
+        """Apply the idle timeout to the current stream (see :meth:`Assembler.check_idle`)."""
+        if self._closed or not self._streams:
+            return []
+        return self._streams[-1].check_idle()
+
     def results(self) -> list[StreamResult]:
         return [s.result() for s in self._streams]
 
