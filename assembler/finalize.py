@@ -53,7 +53,8 @@ def strict_loads(text: str) -> Any:
     except json.JSONDecodeError as exc:
         # exc.msg is the decoder's description ("Expecting ',' delimiter"); it never
         # contains the document. exc.pos counts characters: report UTF-8 bytes.
-        return _raise(exc.msg, len(text[: exc.pos].encode("utf-8", "surrogatepass")))
+        problem = exc.msg.removesuffix(" at")  # "Unterminated string starting at" + our " at byte N"
+        return _raise(problem, len(text[: exc.pos].encode("utf-8", "surrogatepass")))
     except _DuplicateKey:
         return _raise("duplicate object key", None)
     except ValueError as exc:  # parse_constant: NaN, Infinity, -Infinity
