@@ -12,7 +12,7 @@ from assembler.model import StreamResult
 
 from .conftest import CAPTURES, CASES, expected_files, load_expected, require_shared, tools_file
 
-SUPPORTED = ("openai-chat", "anthropic", "bedrock")
+SUPPORTED = ("openai-chat", "anthropic", "bedrock", "openai-responses", "gemini", "other")
 CAPTURE_FILES = expected_files(CAPTURES, *SUPPORTED)
 CASE_FILES = expected_files(CASES)
 

@@ -9,13 +9,19 @@ from ..capture import DONE, ProviderEvent
 from .anthropic import AnthropicAdapter
 from .base import DialectAdapter
 from .bedrock import BedrockConverseAdapter, BedrockInvokeAdapter
+from .cohere import CohereAdapter
+from .gemini import GeminiAdapter
 from .openai_chat import OpenAIChatAdapter
+from .openai_responses import OpenAIResponsesAdapter
 
 ADAPTERS: dict[str, Callable[[], DialectAdapter]] = {
     "openai-chat": OpenAIChatAdapter,
+    "openai-responses": OpenAIResponsesAdapter,
     "anthropic": AnthropicAdapter,
     "bedrock-converse": BedrockConverseAdapter,
     "bedrock-invoke": BedrockInvokeAdapter,
+    "gemini": GeminiAdapter,
+    "cohere": CohereAdapter,
 }
 
 #: Dialects recognised by detection; those not in ADAPTERS are named in the error.

@@ -1,0 +1,125 @@
+"""Cohere Chat API v2 streaming (``POST /v2/chat`` with ``stream: true``).
+
+Provider document: Cohere API reference, "Chat (v2) → streaming": ``message-start`` →
+``tool-plan-delta`` / ``content-*`` text events → per call ``tool-call-start``
+(``index``, ``delta.message.tool_calls`` = ``{id, type, function: {name, arguments}}``) →
+``tool-call-delta`` (``delta.message.tool_calls.function.arguments`` string fragments) →
+``tool-call-end`` → ``message-end`` (``delta.finish_reason`` one of ``COMPLETE``,
+``STOP_SEQUENCE``, ``MAX_TOKENS``, ``TOOL_CALL``, ``ERROR``; ``delta.error`` holds the
+message of a generation error).
+
+Calls are keyed by the event ``index`` (``(index,)``). ``tool-call-end`` is the block
+stop, ``message-end`` the normal end; ``finish_reason: ERROR`` (or a ``delta.error``) is
+a provider error. ``MAX_TOKENS`` while a call has not reached ``tool-call-end`` is a
+truncation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..capture import ProviderEvent
+from ..model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
+
+
+class CohereAdapter:
+    """Translates Cohere v2 chat stream events into ops."""
+
+    name = "cohere"
+
+    def __init__(self) -> None:
+        self._started = False
+        self._ended = False
+        self._open: list[CallKey] = []  # started, no tool-call-end yet
+        self._keys: set[CallKey] = set()
+
+    def feed(self, event: ProviderEvent) -> list[Op]:
+        data = event.data
+        if not isinstance(data, dict):
+            return [Quirk("non_object_event")]
+        kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
+        if kind == "message-start":
+            ops: list[Op] = []
+            if self._started and not self._ended:
+                ops.append(StreamTruncated("a new message-start arrived before message-end"))
+            self._started, self._ended, self._open, self._keys = True, False, [], set()
+            ops.append(StreamStart({"message_id": data.get("id")}))
+            return ops
+        if kind == "tool-call-start":
+            return self._start(data)
+        if kind == "tool-call-delta":
+            key = self._key(data, start=False)
+            if key is None:
+                return [Quirk("tool_call_delta_without_call")]
+            text = _function(data).get("arguments")
+            return [ArgsFragment(key, text)] if isinstance(text, str) and text else []
+        if kind == "tool-call-end":
+            key = self._key(data, start=False)
+            if key is None:
+                return [Quirk("tool_call_end_without_call")]
+            if key in self._open:
+                self._open.remove(key)
+            return [BlockStop(key)]
+        if kind == "message-end":
+            return self._message_end(data)
+        if kind == "error" or (isinstance(data.get("message"), str) and not kind):
+            self._ended = True
+            return [StreamError(f"error: {data.get('message') or 'provider error'}")]
+        return []  # tool-plan-delta, content-*, citation-*, debug, unknown
+
+    def close(self) -> list[Op]:
+        if self._ended:
+            return []
+        return [StreamTruncated("input ended before message-end")]
+
+    def _start(self, data: dict[str, Any]) -> list[Op]:
+        key = self._key(data, start=True)
+        assert key is not None
+        ops: list[Op] = []
+        if key in self._keys:
+            ops.append(Quirk("tool_call_index_reused"))
+        self._keys.add(key)
+        self._open.append(key)
+        entry = _tool_call(data)
+        fn = _function(data)
+        call_id = entry.get("id") if isinstance(entry.get("id"), str) and entry.get("id") else None
+        name = fn.get("name") if isinstance(fn.get("name"), str) and fn.get("name") else None
+        ops.append(CallStart(key, call_id, name))
+        text = fn.get("arguments")
+        if isinstance(text, str) and text:
+            ops.append(ArgsFragment(key, text))
+        return ops
+
+    def _key(self, data: dict[str, Any], *, start: bool) -> CallKey | None:
+        index = data.get("index")
+        if isinstance(index, int) and not isinstance(index, bool):
+            return (index,)
+        # No index: a start takes the next position; a delta/end belongs to the one open call.
+        if start:
+            return (max((k[0] for k in self._keys), default=-1) + 1,)
+        return self._open[-1] if len(self._open) == 1 else None
+
+    def _message_end(self, data: dict[str, Any]) -> list[Op]:
+        delta = data.get("delta") if isinstance(data.get("delta"), dict) else {}
+        reason = delta.get("finish_reason")
+        self._ended = True
+        if reason == "ERROR" or delta.get("error"):
+            detail = delta.get("error") or "provider error"
+            return [StreamError(f"message-end {reason}: {detail}" if reason else f"message-end: {detail}")]
+        if reason == "MAX_TOKENS" and self._open:
+            return [StreamTruncated("message-end MAX_TOKENS before tool-call-end")]
+        return [StreamEnd(f"message-end {reason}" if reason else "message-end")]
+
+
+def _tool_call(data: dict[str, Any]) -> dict[str, Any]:
+    delta = data.get("delta") if isinstance(data.get("delta"), dict) else {}
+    message = delta.get("message") if isinstance(delta.get("message"), dict) else {}
+    entry = message.get("tool_calls")
+    if isinstance(entry, list) and len(entry) == 1:  # some SDK dumps wrap the single call in a list
+        entry = entry[0]
+    return entry if isinstance(entry, dict) else {}
+
+
+def _function(data: dict[str, Any]) -> dict[str, Any]:
+    fn = _tool_call(data).get("function")
+    return fn if isinstance(fn, dict) else {}

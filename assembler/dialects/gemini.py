@@ -1,0 +1,283 @@
+"""Google Gemini ``streamGenerateContent`` (``alt=sse`` or JSON Lines), Gemini API and Vertex AI.
+
+Provider documents: Gemini API reference, "GenerateContentResponse" (each chunk has
+``candidates[].content.parts[]``; a ``functionCall`` part carries ``name``, ``args`` and,
+on newer models, ``id``; the candidate's ``finishReason`` marks its end; an error arrives
+as ``{"error": {code, message, status}}``) and Vertex AI reference, "FunctionCall" /
+"PartialArg" (with ``toolConfig.functionCallingConfig.streamFunctionCallArguments``, a
+call starts with ``{name, willContinue: true}``; ``partialArgs[]`` entries
+``{jsonPath (RFC 9535), stringValue | numberValue | boolValue | nullValue, willContinue}``
+follow; ``willContinue`` absent or false on a ``functionCall`` means "this is the last
+part of the FunctionCall"; the usual last part is an empty ``functionCall: {}``).
+
+Keying: a call is ``(candidate index, n)`` where ``n`` counts that candidate's calls;
+Gemini has no stable per-call index, and a streamed call's parts arrive in order.
+
+No ``id`` (Gemini 2.x, Vertex): a stable one is synthesised, ``gemini_call_<n>`` with
+``n`` counting calls in the stream, and quirk ``synthesized_id`` is recorded.
+
+Argument text: complete ``args`` are sent as one fragment, ``json.dumps`` of the object
+(key order kept). For streamed ``partialArgs`` the adapter builds the object by
+``jsonPath`` (``stringValue`` pieces appended, other values set) and sends it as one
+compact JSON fragment when the call ends (its last part, or the candidate's
+``finishReason``). So the ``bytes`` the assembler counts for a Gemini call are the bytes
+of that final JSON text, not of the values as they arrived: the arguments exist as text
+only once the object is complete, and counting the same text that the latch parses keeps
+``max_tool_argument_bytes`` meaning the same for every dialect. The byte limit therefore
+applies at the call's end, not while values stream in. A streamed call still open at
+``finishReason: MAX_TOKENS`` is truncated (an object built from a cut stream parses).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..capture import ProviderEvent
+from ..model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamTruncated
+
+_VALUE_FIELDS = ("numberValue", "boolValue", "nullValue")
+_SEGMENT = re.compile(r"""\.([^\W\d][\w-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
+_MISSING = object()
+
+
+class _Text:
+    """A string value still receiving ``stringValue`` pieces (list + join, O(n))."""
+
+    __slots__ = ("pieces",)
+
+    def __init__(self, first: str) -> None:
+        self.pieces = [first]
+
+
+class PartialArgsError(ValueError):
+    """A ``partialArgs`` entry cannot be applied (bad path, or it contradicts earlier ones)."""
+
+
+@dataclass
+class _Streamed:
+    key: CallKey
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+class GeminiAdapter:
+    """Translates Gemini / Vertex ``GenerateContentResponse`` chunks into ops."""
+
+    name = "gemini"
+
+    def __init__(self) -> None:
+        self._ended = False
+        self._calls = 0  # calls in the stream, for synthesised ids
+        self._per_candidate: dict[int, int] = {}
+        self._open: dict[int, _Streamed] = {}  # candidate -> streamed call awaiting its last part
+        self._finished: dict[int, str] = {}  # candidate -> finishReason
+
+    def feed(self, event: ProviderEvent) -> list[Op]:
+        data = event.data
+        if not isinstance(data, dict):
+            return [Quirk("non_object_chunk")]
+        if self._ended:
+            return [Quirk("chunk_after_stream_end")] if data.get("candidates") else []
+        if data.get("error") is not None:
+            self._ended = True
+            return [StreamError(_error_detail(data["error"]))]
+        candidates = data.get("candidates")
+        if not isinstance(candidates, list):
+            block = (data.get("promptFeedback") or {}).get("blockReason")
+            if block:
+                self._ended = True
+                return [StreamError(f"prompt blocked: {block}")]
+            return []  # usage-only or metadata chunk
+        ops: list[Op] = []
+        truncated = False
+        for position, candidate in enumerate(candidates):
+            if not isinstance(candidate, dict):
+                continue
+            ci = candidate.get("index", position)
+            ci = ci if isinstance(ci, int) and not isinstance(ci, bool) else position
+            content = candidate.get("content") if isinstance(candidate.get("content"), dict) else {}
+            parts = content.get("parts") if isinstance(content.get("parts"), list) else []
+            try:
+                for part in parts:
+                    if isinstance(part, dict) and isinstance(part.get("functionCall"), dict):
+                        self._function_call(ci, part["functionCall"], ops)
+            except PartialArgsError as exc:
+                self._ended = True
+                ops.append(StreamError(f"candidate {ci}: {exc}"))
+                return ops
+            reason = candidate.get("finishReason")
+            if isinstance(reason, str) and reason:
+                self._finished[ci] = reason
+                if ci in self._open:
+                    if reason == "MAX_TOKENS":
+                        truncated = True
+                    else:
+                        ops.append(Quirk("missing_function_call_terminator"))
+                        self._close(ci, ops)
+        seen = set(self._per_candidate) | set(self._finished)
+        if truncated:
+            self._ended = True
+            ops.append(StreamTruncated("finishReason MAX_TOKENS while a streamed function call was open"))
+        elif self._finished and all(c in self._finished for c in seen):
+            self._ended = True
+            ops.append(StreamEnd("finishReason " + ",".join(sorted(set(self._finished.values())))))
+        return ops
+
+    def close(self) -> list[Op]:
+        if self._ended:
+            return []
+        return [StreamTruncated("input ended before finishReason")]
+
+    # ------------------------------------------------------------------ calls
+
+    def _function_call(self, ci: int, fc: dict[str, Any], ops: list[Op]) -> None:
+        name = fc.get("name") if isinstance(fc.get("name"), str) and fc.get("name") else None
+        streamed = self._open.get(ci)
+        if streamed is not None and name is None:
+            self._apply_all(streamed.args, fc.get("partialArgs"), ops)
+            if fc.get("willContinue") is not True:
+                if fc.get("partialArgs"):
+                    ops.append(Quirk("last_partial_args_without_terminator"))
+                self._close(ci, ops)
+            return
+        if streamed is not None:
+            ops.append(Quirk("function_call_before_terminator"))
+            self._close(ci, ops)
+        if name is None:
+            if not any(fc.get(k) for k in ("args", "partialArgs", "id")):  # {} or a bare willContinue
+                ops.append(Quirk("function_call_part_without_call"))
+                return
+            ops.append(Quirk("function_call_without_name"))  # kept: the latch fails it, a result is owed
+        n = self._per_candidate.get(ci, 0)
+        self._per_candidate[ci] = n + 1
+        self._calls += 1
+        key: CallKey = (ci, n)
+        call_id = fc.get("id") if isinstance(fc.get("id"), str) and fc.get("id") else None
+        if call_id is None:
+            call_id = f"gemini_call_{self._calls - 1}"
+            ops.append(Quirk("synthesized_id"))
+        ops.append(CallStart(key, call_id, name))
+        args = fc.get("args")
+        if args is not None and not isinstance(args, dict):
+            ops.append(Quirk("args_not_object"))
+            ops.append(ArgsFragment(key, json.dumps(args, ensure_ascii=False)))  # the latch rejects it
+            args = {}
+        self._open[ci] = _Streamed(key, copy.deepcopy(args) if args else {})  # never mutate the event
+        self._apply_all(self._open[ci].args, fc.get("partialArgs"), ops)
+        if fc.get("willContinue") is not True:
+            self._close(ci, ops)
+
+    def _close(self, ci: int, ops: list[Op]) -> None:
+        streamed = self._open.pop(ci)
+        if streamed.args:
+            text = json.dumps(_finish(streamed.args), ensure_ascii=False, separators=(",", ":"))
+            ops.append(ArgsFragment(streamed.key, text))
+        ops.append(BlockStop(streamed.key))
+
+    def _apply_all(self, args: dict[str, Any], entries: Any, ops: list[Op]) -> None:
+        if entries is None:
+            return
+        if not isinstance(entries, list):
+            raise PartialArgsError("partialArgs is not a list")
+        for entry in entries:
+            if not isinstance(entry, dict):
+                raise PartialArgsError("partialArgs entry is not an object")
+            apply_partial_arg(args, entry, ops)
+
+
+def apply_partial_arg(args: dict[str, Any], entry: dict[str, Any], ops: list[Op]) -> None:
+    """Apply one ``partialArgs`` entry to ``args`` in place (values only, never argument text)."""
+    path = parse_json_path(entry.get("jsonPath"))
+    if "stringValue" in entry:
+        value: Any = entry["stringValue"]
+        if not isinstance(value, str):
+            raise PartialArgsError(f"stringValue at {entry.get('jsonPath')} is not a string")
+    else:
+        present = [f for f in _VALUE_FIELDS if f in entry]
+        if not present:
+            return  # a bare {jsonPath, willContinue} marker
+        value = None if present[0] == "nullValue" else entry[present[0]]
+    container: Any = args
+    for segment, following in zip(path, path[1:]):
+        child = _get(container, segment)
+        if child is _MISSING:
+            child = [] if isinstance(following, int) else {}
+            _set(container, segment, child, ops)
+        container = child
+    leaf = path[-1]
+    if "stringValue" in entry:
+        existing = _get(container, leaf)
+        if isinstance(existing, _Text):
+            existing.pieces.append(value)
+            return
+        if existing is not _MISSING:
+            raise PartialArgsError(f"stringValue at {entry.get('jsonPath')} continues a non-string value")
+        value = _Text(value)
+    _set(container, leaf, value, ops)
+
+
+def parse_json_path(path: Any) -> list[str | int]:
+    """``$.a.b[0]['c d']`` → ``["a", "b", 0, "c d"]`` (the RFC 9535 singular-query subset)."""
+    if not isinstance(path, str) or not path.startswith("$"):
+        raise PartialArgsError("partialArgs entry without a jsonPath starting with $")
+    segments: list[str | int] = []
+    pos = 1
+    while pos < len(path):
+        m = _SEGMENT.match(path, pos)
+        if m is None:
+            raise PartialArgsError(f"unsupported jsonPath at character {pos}")
+        name, index, single, double = m.groups()
+        if index is not None:
+            segments.append(int(index))
+        elif name is not None:
+            segments.append(name)
+        else:
+            segments.append(re.sub(r"\\(.)", r"\1", single if single is not None else double))
+        pos = m.end()
+    if not segments:
+        raise PartialArgsError("jsonPath $ names the whole arguments object")
+    return segments
+
+
+def _get(container: Any, segment: str | int) -> Any:
+    if isinstance(segment, int):
+        if not isinstance(container, list):
+            raise PartialArgsError(f"array index [{segment}] into a non-array")
+        return container[segment] if segment < len(container) else _MISSING
+    if not isinstance(container, dict):
+        raise PartialArgsError(f"member .{segment} of a non-object")
+    return container.get(segment, _MISSING)
+
+
+def _set(container: Any, segment: str | int, value: Any, ops: list[Op]) -> None:
+    if isinstance(segment, str):
+        container[segment] = value
+        return
+    if segment > len(container):
+        ops.append(Quirk("sparse_partial_args_index"))
+        container.extend([None] * (segment - len(container)))
+    if segment == len(container):
+        container.append(value)
+    else:
+        container[segment] = value
+
+
+def _finish(value: Any) -> Any:
+    """Join every :class:`_Text` (one join per string)."""
+    if isinstance(value, _Text):
+        return "".join(value.pieces)
+    if isinstance(value, dict):
+        return {k: _finish(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finish(v) for v in value]
+    return value
+
+
+def _error_detail(error: Any) -> str:
+    if isinstance(error, dict):
+        parts = [str(error.get(k)) for k in ("code", "status", "message") if error.get(k)]
+        return ": ".join(parts) or "provider error"
+    return str(error)

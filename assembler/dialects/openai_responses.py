@@ -1,0 +1,298 @@
+"""OpenAI Responses API streaming (and Responses-compatible gateways).
+
+Provider document: OpenAI API reference, "Responses → Streaming events":
+``response.created`` → per output item ``response.output_item.added`` →
+``response.function_call_arguments.delta`` (``item_id``, ``output_index``, ``delta``) →
+``response.function_call_arguments.done`` (``arguments``) → ``response.output_item.done``
+(the whole item) → ``response.completed``. ``response.incomplete`` (e.g.
+``max_output_tokens``) means the output was cut; ``response.failed`` and the ``error``
+event mean the provider failed. Every event carries its own ``type``, so an event whose
+``data:`` line precedes its ``event:`` line (Bedrock Mantle) reads the same.
+
+Tool items: ``function_call`` (client; call id = the item's ``call_id``, *not* its
+``id``), ``custom_tool_call`` (client; free-text ``input`` streamed by
+``response.custom_tool_call_input.delta``/``.done``) and ``mcp_call`` (run by the
+provider, ``executor: server``; arguments by ``response.mcp_call_arguments.delta``/
+``.done``; it has no ``call_id``, its item ``id`` names it).
+
+Keying: a call is ``(output_index,)``; ``item_id`` is mapped to that key when the item is
+added and wins over a disagreeing ``output_index``. ``output_item.done`` is the block stop.
+
+``.done`` texts: where no delta arrived (LM Studio) the ``.done`` (or
+``output_item.done``) text *is* the arguments and is sent as one fragment. Where deltas
+arrived they stay authoritative; a ``.done`` text that differs from their concatenation is
+recorded as quirk ``done_arguments_differ``. The comparison keeps a running SHA-256 of
+the deltas, not a second copy of the (possibly secret, possibly huge) text.
+
+Custom tools: the latch accepts only a JSON object, so free-text input is carried as
+``{"input": <text>}``: the adapter sends ``{"input":"`` then each delta JSON-*escaped*
+(encoding, never parsing) and ``"}`` when the item ends. Quirk ``custom_tool_input_wrapped``
+marks such calls; a registered custom tool has no ``parameters`` schema, so only the
+name is checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..capture import ProviderEvent
+from ..model import (
+    ArgsFragment,
+    BlockStop,
+    CallIdentity,
+    CallKey,
+    CallStart,
+    Executor,
+    Op,
+    Quirk,
+    StreamEnd,
+    StreamError,
+    StreamStart,
+    StreamTruncated,
+)
+
+#: Output item types that are tool calls, and who runs them.
+TOOL_ITEMS: dict[str, Executor] = {"function_call": "client", "custom_tool_call": "client", "mcp_call": "server"}
+
+_DELTAS = {
+    "response.function_call_arguments.delta": "function_call",
+    "response.custom_tool_call_input.delta": "custom_tool_call",
+    "response.mcp_call_arguments.delta": "mcp_call",
+}
+_DONES = {
+    "response.function_call_arguments.done": ("function_call", "arguments"),
+    "response.custom_tool_call_input.done": ("custom_tool_call", "input"),
+    "response.mcp_call_arguments.done": ("mcp_call", "arguments"),
+}
+_WRAP_OPEN, _WRAP_CLOSE = '{"input":"', '"}'
+
+
+@dataclass
+class _Item:
+    key: CallKey
+    kind: str
+    call_id: str | None = None
+    name: str | None = None
+    digest: Any = field(default_factory=hashlib.sha256)
+    deltas: int = 0
+    settled: bool = False  # a .done text was compared (or used)
+    wrap_open: bool = False  # custom tool: '{"input":"' sent, '"}' owed
+    stopped: bool = False
+
+
+class OpenAIResponsesAdapter:
+    """Translates Responses API stream events into ops."""
+
+    name = "openai-responses"
+
+    def __init__(self) -> None:
+        self._started = False
+        self._ended = False
+        self._items: dict[CallKey, _Item] = {}
+        self._by_item_id: dict[str, CallKey] = {}
+
+    def feed(self, event: ProviderEvent) -> list[Op]:
+        data = event.data
+        if not isinstance(data, dict):
+            return [Quirk("non_object_event")]
+        kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
+        if kind == "response.created":
+            return self._response_created(data)
+        if kind == "response.output_item.added":
+            return self._item_added(data)
+        if kind in _DELTAS:
+            return self._delta(data, _DELTAS[kind])
+        if kind in _DONES:
+            item_kind, field_name = _DONES[kind]
+            ops: list[Op] = []
+            item = self._find(data, item_kind, ops, quiet=True)
+            return ops + self._settle(item, data.get(field_name)) if item is not None else [Quirk("done_for_unknown_item")]
+        if kind == "response.output_item.done":
+            return self._item_done(data)
+        if kind == "response.completed":
+            return self._finish(StreamEnd("response.completed"))
+        if kind == "response.incomplete":
+            details = (data.get("response") or {}).get("incomplete_details") or {}
+            reason = details.get("reason") if isinstance(details, dict) else None
+            return self._finish(StreamTruncated(f"response.incomplete: {reason or 'no reason given'}"))
+        if kind == "response.failed":
+            return self._finish(StreamError("response.failed: " + _error_detail((data.get("response") or {}).get("error"))))
+        if kind == "error":
+            error = data.get("error") if isinstance(data.get("error"), dict) else {k: data.get(k) for k in ("code", "message")}
+            return self._finish(StreamError("error: " + _error_detail(error)))
+        return []  # in_progress, text, reasoning, content parts, server tool progress, unknown
+
+    def close(self) -> list[Op]:
+        if self._ended:
+            return []
+        return [StreamTruncated("input ended before response.completed")]
+
+    # ------------------------------------------------------------------ events
+
+    def _response_created(self, data: dict[str, Any]) -> list[Op]:
+        ops: list[Op] = []
+        if self._started and not self._ended:
+            ops.append(StreamTruncated("a new response.created arrived before response.completed"))
+        self._started, self._ended = True, False
+        self._items, self._by_item_id = {}, {}
+        response = data.get("response") if isinstance(data.get("response"), dict) else {}
+        ops.append(StreamStart({"response_id": response.get("id"), "model": response.get("model")}))
+        return ops
+
+    def _item_added(self, data: dict[str, Any]) -> list[Op]:
+        item, index = data.get("item"), data.get("output_index")
+        if not isinstance(item, dict) or item.get("type") not in TOOL_ITEMS:
+            return []
+        if not isinstance(index, int) or isinstance(index, bool):
+            return [StreamError(f"{item.get('type')} item added without an integer output_index")]
+        ops: list[Op] = []
+        self._start(item, (index,), ops)
+        return ops
+
+    def _delta(self, data: dict[str, Any], kind: str) -> list[Op]:
+        ops: list[Op] = []
+        item = self._find(data, kind, ops)
+        text = data.get("delta")
+        if item is None or not isinstance(text, str) or not text:
+            return ops
+        if item.stopped:
+            ops.append(ArgsFragment(item.key, text))  # the assembler fails the call: text after block stop
+            return ops
+        item.digest.update(text.encode("utf-8", "surrogatepass"))
+        item.deltas += 1
+        if item.kind == "custom_tool_call":
+            prefix = "" if item.wrap_open else _WRAP_OPEN
+            item.wrap_open = True
+            ops.append(ArgsFragment(item.key, prefix + _escape(text)))
+        else:
+            ops.append(ArgsFragment(item.key, text))
+        return ops
+
+    def _item_done(self, data: dict[str, Any]) -> list[Op]:
+        item_obj, index = data.get("item"), data.get("output_index")
+        if not isinstance(item_obj, dict) or item_obj.get("type") not in TOOL_ITEMS:
+            return []
+        ops: list[Op] = []
+        item = self._find({"item_id": item_obj.get("id"), "output_index": index}, item_obj["type"], ops, quiet=True)
+        if item is None:
+            if not isinstance(index, int) or isinstance(index, bool):
+                return [StreamError(f"{item_obj['type']} item done without an integer output_index")]
+            ops.append(Quirk("output_item_done_without_added"))
+            item = self._start(item_obj, (index,), ops)
+        else:
+            call_id, name = _identity(item_obj)
+            new_id = call_id if call_id and not item.call_id else None
+            new_name = name if name and not item.name else None
+            if new_id or new_name:
+                item.call_id, item.name = item.call_id or new_id, item.name or new_name
+                ops.append(CallIdentity(item.key, new_id, new_name))
+        field_name = "input" if item.kind == "custom_tool_call" else "arguments"
+        if not item.settled:
+            ops.extend(self._settle(item, item_obj.get(field_name)))
+        ops.extend(self._stop(item))
+        return ops
+
+    def _finish(self, op: Op) -> list[Op]:
+        ops: list[Op] = []
+        if isinstance(op, StreamEnd):  # close custom-tool wrappers whose item.done never came
+            for item in self._items.values():
+                if item.wrap_open:
+                    item.wrap_open = False
+                    ops.append(ArgsFragment(item.key, _WRAP_CLOSE))
+        self._ended = True
+        ops.append(op)
+        return ops
+
+    # ------------------------------------------------------------------ helpers
+
+    def _start(self, item_obj: dict[str, Any], key: CallKey, ops: list[Op]) -> _Item:
+        kind = item_obj["type"]
+        call_id, name = _identity(item_obj)
+        item = _Item(key, kind, call_id, name)
+        if key in self._items:
+            ops.append(Quirk("output_index_reused"))
+        self._items[key] = item
+        if isinstance(item_obj.get("id"), str):
+            self._by_item_id[item_obj["id"]] = key
+        whole = _whole_text(kind, item_obj.get("input" if kind == "custom_tool_call" else "arguments"), ops)
+        ops.append(CallStart(key, call_id, name, TOOL_ITEMS[kind], whole))
+        if kind == "custom_tool_call":
+            ops.append(Quirk("custom_tool_input_wrapped"))
+        return item
+
+    def _find(self, data: dict[str, Any], kind: str, ops: list[Op], quiet: bool = False) -> _Item | None:
+        item_id, index = data.get("item_id"), data.get("output_index")
+        key = self._by_item_id.get(item_id) if isinstance(item_id, str) else None
+        if key is not None:
+            if isinstance(index, int) and (index,) != key:
+                ops.append(Quirk("output_index_mismatch"))
+            return self._items[key]
+        if isinstance(index, int) and not isinstance(index, bool) and (index,) in self._items:
+            return self._items[(index,)]
+        if quiet:
+            return None
+        if not isinstance(index, int) or isinstance(index, bool):
+            ops.append(StreamError(f"{kind} delta for an unknown item without output_index"))
+            return None
+        ops.append(Quirk("delta_before_output_item_added"))
+        return self._start({"type": kind, "id": item_id}, (index,), ops)
+
+    def _settle(self, item: _Item, text: Any) -> list[Op]:
+        """Use or compare a ``.done`` text (see the module docstring)."""
+        ops: list[Op] = []
+        if item.settled or item.stopped:
+            return ops
+        item.settled = True
+        if isinstance(text, (dict, list)) and item.kind != "custom_tool_call":
+            ops.append(Quirk("arguments_as_json_value"))
+            text = json.dumps(text, ensure_ascii=False)
+        if not isinstance(text, str):
+            return ops
+        if item.deltas == 0:
+            if text:
+                ops.append(Quirk("arguments_only_in_done"))
+                wrapped = _WRAP_OPEN + _escape(text) + _WRAP_CLOSE if item.kind == "custom_tool_call" else text
+                ops.append(ArgsFragment(item.key, wrapped))
+        elif hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest() != item.digest.digest():
+            ops.append(Quirk("done_arguments_differ"))
+        return ops
+
+    def _stop(self, item: _Item) -> list[Op]:
+        ops: list[Op] = []
+        if item.wrap_open:
+            item.wrap_open = False
+            ops.append(ArgsFragment(item.key, _WRAP_CLOSE))
+        if not item.stopped:
+            item.stopped = True
+            ops.append(BlockStop(item.key))
+        return ops
+
+
+def _identity(item: dict[str, Any]) -> tuple[str | None, str | None]:
+    ref = item.get("id") if item.get("type") == "mcp_call" else item.get("call_id")
+    name = item.get("name")
+    return (ref if isinstance(ref, str) and ref else None, name if isinstance(name, str) and name else None)
+
+
+def _whole_text(kind: str, value: Any, ops: list[Op]) -> str | None:
+    if isinstance(value, (dict, list)) and kind != "custom_tool_call":
+        ops.append(Quirk("arguments_as_json_value"))
+        return json.dumps(value, ensure_ascii=False)
+    if not isinstance(value, str) or not value:
+        return None
+    return _WRAP_OPEN + _escape(value) + _WRAP_CLOSE if kind == "custom_tool_call" else value
+
+
+def _escape(text: str) -> str:
+    """``text`` as the inside of a JSON string literal (encoding only; nothing is parsed)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def _error_detail(error: Any) -> str:
+    if isinstance(error, dict):
+        parts = [str(error.get(k)) for k in ("type", "code", "message") if error.get(k)]
+        return ": ".join(parts) or "provider error"
+    return str(error) if error else "provider error"
