@@ -43,29 +43,36 @@ class ProviderEvent:
     line: int
     offset: int
     error: str | None = None
+    #: Framing deviations met with this event: SSE ``comment_line``, ``crlf_line_ends``,
+    #: ``data_before_event``, and ``done_variant`` (``[DONE]`` with extra whitespace).
+    framing: tuple[str, ...] = ()
 
 
 def _where(name: str, line: int, offset: int) -> str:
     return f"{name}:{line} (byte {offset})"
 
 
-def _parse_payload(text: str, event: str | None, name: str, line: int, offset: int) -> ProviderEvent:
+def _parse_payload(
+    text: str, event: str | None, name: str, line: int, offset: int, framing: tuple[str, ...] = ()
+) -> ProviderEvent:
     if text.strip() == DONE:
-        return ProviderEvent(event, DONE, line, offset)
+        variant = ("done_variant",) if text != DONE else ()
+        return ProviderEvent(event, DONE, line, offset, framing=framing + variant)
     try:
-        return ProviderEvent(event, json.loads(text), line, offset)
+        return ProviderEvent(event, json.loads(text), line, offset, framing=framing)
     except (json.JSONDecodeError, RecursionError) as exc:
         msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nesting too deep"
-        return ProviderEvent(event, None, line, offset, f"{_where(name, line, offset)}: event data is not JSON ({msg})")
+        where = _where(name, line, offset)
+        return ProviderEvent(event, None, line, offset, f"{where}: event data is not JSON ({msg})", framing)
 
 
 def _iter_sse(head: bytes, rest: Iterator[bytes], name: str) -> Iterator[ProviderEvent]:
     decoder = SSEDecoder()
     for chunk in _chain(head, rest):
         for ev in decoder.decode(chunk):
-            yield _parse_payload(ev.data, None if ev.event == "message" else ev.event, name, ev.line, ev.offset)
-    for ev in decoder.flush():
-        yield _parse_payload(ev.data, None if ev.event == "message" else ev.event, name, ev.line, ev.offset)
+            kind = None if ev.event == "message" else ev.event
+            yield _parse_payload(ev.data, kind, name, ev.line, ev.offset, tuple(sorted(ev.framing)))
+    decoder.flush()  # the spec dispatches nothing at end of input
 
 
 def _iter_jsonl(head: bytes, rest: Iterator[bytes], name: str) -> Iterator[ProviderEvent]:

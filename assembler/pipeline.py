@@ -14,7 +14,7 @@ from .assembler import Assembler, Clock
 from .capture import CaptureError, ProviderEvent
 from .config import AssembleConfig
 from .dialects import ADAPTERS, DialectAdapter, detect, make_adapter
-from .model import CallKey, Cancel, CommittedCall, Op, StreamError, StreamResult, StreamStart, StreamTruncated
+from .model import CallKey, Cancel, CommittedCall, Op, Quirk, StreamError, StreamResult, StreamStart, StreamTruncated
 from .redact import AssemblyEvent
 from .registry import ToolRegistry
 
@@ -133,9 +133,10 @@ class Pipeline:
 
     def _feed_known(self, event: ProviderEvent) -> list[AssemblyEvent]:
         assert self._adapter is not None
+        framing: list[Op] = [Quirk(name) for name in event.framing]
         if event.error is not None:
-            return self._apply_all([StreamError(event.error)])
-        return self._apply_all(self._adapter.feed(event))
+            return self._apply_all([*framing, StreamError(event.error)])
+        return self._apply_all([*framing, *self._adapter.feed(event)])
 
     def _apply_all(self, ops: Iterable[Op]) -> list[AssemblyEvent]:
         out: list[AssemblyEvent] = []

@@ -20,7 +20,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["SSEDecoder", "SSEEvent", "iter_sse"]
 
@@ -52,6 +52,9 @@ class SSEEvent:
     retry: int | None
     line: int
     offset: int
+    #: Framing deviations met since the previous dispatched event (not part of equality):
+    #: ``comment_line``, ``crlf_line_ends`` (a CR or CRLF line end), ``data_before_event``.
+    framing: frozenset[str] = field(default=frozenset(), compare=False)
 
 
 class SSEDecoder:
@@ -84,6 +87,7 @@ class SSEDecoder:
         self._last_id: str | None = None
         self._retry: int | None = None
         self._first: tuple[int, int] | None = None  # (line, offset) of the event's first line
+        self._framing: set[str] = set()  # deviations seen since the last dispatch
 
     @property
     def incomplete_tail(self) -> bool:
@@ -141,6 +145,8 @@ class SSEDecoder:
             else:
                 text = segment.decode("utf-8", "replace")
             self._lines_read += 1
+            if m.end() - m.start() == 2 or chunk[m.start()] == _CR:
+                self._framing.add("crlf_line_ends")
             self._process(text, self._line_start, events)
             pos = m.end()
             self._line_start = base + pos
@@ -174,14 +180,17 @@ class SSEDecoder:
                         retry=self._retry,
                         line=self._first[0],
                         offset=self._first[1],
+                        framing=frozenset(self._framing),
                     )
                 )
+                self._framing.clear()  # otherwise carried to the next event
             self._type, self._retry, self._first = "", None, None
             self._data.clear()
             return
         if self._first is None:
             self._first = (self._lines_read, offset)
         if line[0] == ":":  # comment
+            self._framing.add("comment_line")
             return
         name, colon, value = line.partition(":")
         if colon and value[:1] == " ":
@@ -190,6 +199,8 @@ class SSEDecoder:
             self._data.append(value)
         elif name == "event":
             self._type = value
+            if self._data:
+                self._framing.add("data_before_event")
         elif name == "id":
             if "\0" not in value:
                 self._last_id = value

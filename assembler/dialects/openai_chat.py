@@ -28,7 +28,10 @@ class _Choice:
     by_id: dict[str, CallKey] = field(default_factory=dict)
     ids: dict[CallKey, str] = field(default_factory=dict)
     keys: list[CallKey] = field(default_factory=list)
+    fragments: dict[CallKey, int] = field(default_factory=dict)  # counts only, never text
+    whole_in_start: set[CallKey] = field(default_factory=set)  # start entry carried arguments
     finished: bool = False
+    role_seen: bool = False
 
 
 class OpenAIChatAdapter:
@@ -45,37 +48,69 @@ class OpenAIChatAdapter:
         data = event.data
         if data == DONE:
             if not self._ended:
-                self._ended = True
-                ops.append(StreamEnd("[DONE]"))
+                ops.extend(self._end("[DONE]"))
             return ops
         if not isinstance(data, dict):
             return [Quirk("non_object_chunk")]
         if isinstance(data.get("error"), (dict, str)):
             return [StreamError(_error_detail(data["error"]))]
+        if "prompt_filter_results" in data:
+            ops.append(Quirk("content_filter_chunk"))
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
+            ops.append(Quirk("empty_choices"))
             return ops  # metadata: usage, prompt filter results, provider extras
+        if data.get("usage") and any(isinstance(c, dict) and c.get("delta") for c in choices):
+            ops.append(Quirk("usage_on_delta_chunk"))  # usage never ends anything
         finished_now = False
         for choice in choices:
-            if not isinstance(choice, dict):
-                continue
-            ci = choice.get("index", 0)
-            if not isinstance(ci, int):
-                ci = 0
-            delta = choice.get("delta")
-            if isinstance(delta, dict):
-                state = self._choices.setdefault(ci, _Choice())
-                entries = delta.get("tool_calls")
-                if isinstance(entries, list):
-                    for entry in entries:
-                        if isinstance(entry, dict):
-                            self._entry(ci, state, entry, ops)
-            if choice.get("finish_reason"):
-                self._choices.setdefault(ci, _Choice()).finished = True
-                finished_now = True
+            if isinstance(choice, dict):
+                finished_now |= self._choice(choice, ops)
         if finished_now and not self._ended and all(c.finished for c in self._choices.values()):
-            self._ended = True
-            ops.append(StreamEnd("finish_reason"))
+            ops.extend(self._end("finish_reason"))
+        return ops
+
+    def _choice(self, choice: dict[str, Any], ops: list[Op]) -> bool:
+        """Apply one ``choices[]`` element; True if it carried a ``finish_reason``."""
+        ci = choice.get("index", 0)
+        if not isinstance(ci, int):
+            ci = 0
+        if "content_filter_results" in choice or "content_filter_offsets" in choice:
+            ops.append(Quirk("content_filter_chunk"))
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            state = self._choices.setdefault(ci, _Choice())
+            if delta.get("role"):
+                if state.role_seen:
+                    ops.append(Quirk("role_repeated"))
+                state.role_seen = True
+            entries = delta.get("tool_calls")
+            if isinstance(entries, list):
+                indexes = [e.get("index") for e in entries if isinstance(e, dict) and e.get("index") is not None]
+                if len(indexes) != len(set(indexes)):
+                    ops.append(Quirk("two_entries_for_one_index_in_chunk"))
+                for entry in entries:
+                    if isinstance(entry, dict):
+                        self._entry(ci, state, entry, ops)
+        reason = choice.get("finish_reason")
+        if not reason:
+            return False
+        state = self._choices.setdefault(ci, _Choice())
+        if state.finished:
+            ops.append(Quirk("finish_reason_repeated"))
+        if reason == "stop" and state.keys:
+            ops.append(Quirk("finish_reason_stop_on_tool_turn"))
+        state.finished = True
+        return True
+
+    def _end(self, detail: str) -> list[Op]:
+        self._ended = True
+        ops: list[Op] = []
+        for state in self._choices.values():
+            for key in state.whole_in_start:
+                if state.fragments.get(key) == 1:
+                    ops.append(Quirk("whole_call_in_one_delta"))
+        ops.append(StreamEnd(detail))
         return ops
 
     def close(self) -> list[Op]:
@@ -95,7 +130,8 @@ class OpenAIChatAdapter:
         key = self._bind(ci, state, entry.get("index"), call_id or None, ops)
         if key is None:
             return
-        if key not in state.keys:
+        starting = key not in state.keys
+        if starting:
             state.keys.append(key)
             if call_id:
                 state.by_id[call_id] = key
@@ -106,12 +142,16 @@ class OpenAIChatAdapter:
                 state.by_id[call_id] = key
                 state.ids[key] = call_id
             ops.append(CallIdentity(key, call_id or None, name or None))
-        if isinstance(args, str):
-            if args:
-                ops.append(ArgsFragment(key, args))
-        elif isinstance(args, (dict, list)):
+        if isinstance(args, (dict, list)):
             ops.append(Quirk("arguments_as_json_value"))
-            ops.append(ArgsFragment(key, json.dumps(args, ensure_ascii=False)))
+            args = json.dumps(args, ensure_ascii=False)
+        if isinstance(args, str) and args:
+            if key not in state.fragments:
+                state.fragments[key] = 0
+                if starting:
+                    state.whole_in_start.add(key)
+            state.fragments[key] += 1
+            ops.append(ArgsFragment(key, args))
 
     def _bind(self, ci: int, state: _Choice, index: Any, call_id: str | None, ops: list[Op]) -> CallKey | None:
         if isinstance(index, int) and not isinstance(index, bool):
