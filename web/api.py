@@ -1,0 +1,84 @@
+"""JSON twins of the pages: ``/api/sources``, ``/api/sessions``, ``/api/sessions/{id}``.
+
+``POST /api/sessions`` starts a session from JSON (``{"demo": name}`` or
+``{"capture": path}``, optional ``"rate"`` and ``"autoplay"``) and answers ``201`` with
+the session document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from .replay import SessionStore
+from .settings import Settings
+from .sources import SourceError, capture_list, demo_list, load_capture, load_demo
+
+
+def build_router(settings: Settings, store: SessionStore) -> APIRouter:
+    router = APIRouter(prefix="/api")
+
+    @router.get("/sources")
+    async def sources() -> dict[str, Any]:
+        return {
+            "demos": [
+                {
+                    "name": d.name,
+                    "title": d.title,
+                    "dialect": d.dialect,
+                    "description": d.description,
+                    "events": d.events,
+                    "bytes": len(d.wire),
+                    "cancel_after": d.cancel_after,
+                    "expected": list(d.expected),
+                    "expected_end": d.expected_end,
+                }
+                for d in demo_list()
+            ],
+            "captures_dir": str(settings.captures_dir) if settings.captures_dir else None,
+            "captures": [{"path": c.path, "bytes": c.size, "tools": c.has_tools} for c in capture_list(settings.captures_dir)],
+            "max_upload_bytes": settings.max_upload_bytes,
+        }
+
+    @router.get("/sessions")
+    async def sessions() -> dict[str, Any]:
+        return {
+            "sessions": [
+                {"id": s.id, "status": s.status.value, "source": s.source.meta(), "position": s.position, "total": s.total}
+                for s in store.all()
+            ]
+        }
+
+    @router.get("/sessions/{sid}")
+    async def session(sid: str) -> JSONResponse:
+        found = store.get(sid)
+        if found is None:
+            return JSONResponse({"error": f"no session {sid!r}"}, status_code=404)
+        return JSONResponse({**found.to_json(), "watchers": store.watchers(found)})
+
+    @router.post("/sessions")
+    async def create(request: Request) -> JSONResponse:
+        try:
+            body = await request.json()
+        except ValueError:
+            return JSONResponse({"error": "body must be JSON"}, status_code=400)
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "body must be a JSON object"}, status_code=400)
+        rate = body.get("rate")
+        if rate is not None and (not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate <= 0):
+            return JSONResponse({"error": "rate must be a positive number (events/second)"}, status_code=400)
+        try:
+            if isinstance(body.get("demo"), str):
+                source = load_demo(body["demo"], settings.config)
+            elif isinstance(body.get("capture"), str):
+                source = load_capture(settings.captures_dir, body["capture"], settings.config)
+            else:
+                return JSONResponse({"error": "give 'demo' or 'capture'"}, status_code=400)
+        except SourceError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        created = store.create(source, rate=float(rate) if rate is not None else None, autoplay=bool(body.get("autoplay", True)))
+        return JSONResponse({**created.to_json(), "url": f"/sessions/{created.id}"}, status_code=201)
+
+    return router

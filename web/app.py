@@ -1,0 +1,74 @@
+"""The dashboard app factory and runner.
+
+``create_app(settings)`` wires templates, static files, the session store, routes and the
+local-only guards. Templates and static files are found next to this package when it is
+installed as a wheel (``web/templates``, ``web/static``), else at the repository's top
+level (``templates/``, ``static/``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+from . import api, pages, ws
+from .render import Renderer
+from .replay import SessionStore, Sleep
+from .security import SameOriginMiddleware
+from .settings import Settings
+
+log = logging.getLogger("toollatch.web")
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def resource_dir(name: str) -> Path:
+    """``web/<name>`` when installed as a wheel, else ``<repo>/<name>``."""
+    installed = _PACKAGE_DIR / name
+    return installed if installed.is_dir() else _PACKAGE_DIR.parent / name
+
+
+def create_app(settings: Settings | None = None, *, sleep: Sleep = asyncio.sleep) -> FastAPI:
+    """The dashboard as an ASGI app.
+
+    ``sleep`` paces replays (``await sleep(seconds)`` between ticks); tests pass one that
+    does not wait.
+    """
+    settings = settings or Settings()
+    renderer = Renderer(resource_dir("templates"), settings)
+    store = SessionStore(settings, renderer, sleep=sleep)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await store.shutdown()
+
+    app = FastAPI(title="toollatch dashboard", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    app.state.settings = settings
+    app.state.store = store
+    app.state.renderer = renderer
+    app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")
+    app.include_router(pages.build_router(settings, store, renderer))
+    app.include_router(api.build_router(settings, store))
+    app.include_router(ws.build_router(store))
+    # Added last = outermost: the Host check runs first, then the Origin check.
+    app.add_middleware(SameOriginMiddleware)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts())
+    return app
+
+
+def run(settings: Settings | None = None) -> None:
+    """Serve the dashboard with uvicorn on ``settings.host:settings.port`` (loopback by default)."""
+    import uvicorn
+
+    settings = settings or Settings()
+    if settings.host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("binding %s: the dashboard is meant for loopback only", settings.host)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")

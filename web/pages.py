@@ -1,0 +1,146 @@
+"""HTML routes: the source list, starting sessions (demo, capture, upload), the session page
+and its controls.
+
+Forms work without JavaScript (POST, then ``303 See Other``); the session controls are
+also sent by htmx (``HX-Request: true``), which gets ``204 No Content`` because the
+WebSocket carries the update. Every input problem becomes a page with a message and a 4xx
+status, never a 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from .render import Renderer, demo_groups
+from .replay import SessionStore
+from .session import Session
+from .settings import Settings
+from .sources import SourceError, capture_list, demo_list, load_capture, load_demo, load_upload
+
+log = logging.getLogger("toollatch.web")
+
+#: Upload form fields other than the two files.
+_MAX_FORM_FIELDS = 8
+
+
+def _rate(raw: Any) -> float | None:
+    """A positive finite rate from a form value, else None."""
+    try:
+        rate = float(raw)
+    except (TypeError, ValueError):
+        return None
+    return rate if 0 < rate < float("inf") else None
+
+
+def build_router(settings: Settings, store: SessionStore, renderer: Renderer) -> APIRouter:
+    """Routes ``/``, ``/sessions``, ``/sessions/upload``, ``/sessions/{id}``, ``/sessions/{id}/control``."""
+    router = APIRouter()
+
+    def index_page(error: str | None = None, status: int = 200) -> HTMLResponse:
+        html = renderer.page(
+            "index.html",
+            error=error,
+            groups=demo_groups(demo_list()),
+            captures=capture_list(settings.captures_dir),
+            captures_dir=settings.captures_dir,
+            sessions=store.all()[:20],
+            max_upload=settings.max_upload_bytes,
+            default_rate=settings.replay_rate,
+        )
+        return HTMLResponse(html, status_code=status)
+
+    def error_page(title: str, message: str, status: int) -> HTMLResponse:
+        return HTMLResponse(renderer.page("error.html", title=title, message=message), status_code=status)
+
+    def started(session: Session) -> RedirectResponse:
+        return RedirectResponse(f"/sessions/{session.id}", status_code=303)
+
+    @router.get("/", response_class=HTMLResponse)
+    async def index() -> HTMLResponse:
+        return index_page()
+
+    @router.post("/sessions")
+    async def start(request: Request) -> Response:
+        async with request.form(max_files=0, max_fields=_MAX_FORM_FIELDS) as form:
+            kind, name, rate = form.get("kind"), form.get("name"), _rate(form.get("rate"))
+        if not isinstance(kind, str) or not isinstance(name, str) or not name:
+            return index_page("Choose a demo or a capture to replay.", 400)
+        try:
+            if kind == "demo":
+                source = load_demo(name, settings.config)
+            elif kind == "capture":
+                source = load_capture(settings.captures_dir, name, settings.config)
+            else:
+                return index_page(f"Unknown source kind {kind!r}.", 400)
+        except SourceError as exc:
+            return index_page(str(exc), exc.status)
+        return started(store.create(source, rate=rate))
+
+    @router.post("/sessions/upload")
+    async def upload(request: Request) -> Response:
+        limit = settings.max_upload_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit + 2 * 1024 * 1024:
+            return index_page(f"The upload is {int(declared) / 2**20:.1f} MiB; the limit is {limit / 2**20:.0f} MiB.", 413)
+        try:
+            async with request.form(max_files=2, max_fields=_MAX_FORM_FIELDS) as form:
+                file, tools = form.get("file"), form.get("tools")
+                rate = _rate(form.get("rate"))
+                if file is None or isinstance(file, str) or not file.filename:
+                    return index_page("Choose a capture file to upload (raw SSE or JSON Lines).", 400)
+                data = await file.read(limit + 1)
+                filename = file.filename
+                tools_raw: bytes | None = None
+                tools_name = ""
+                if tools is not None and not isinstance(tools, str) and tools.filename:
+                    tools_raw, tools_name = await tools.read(1024 * 1024 + 1), tools.filename
+        except Exception as exc:  # malformed multipart: starlette raises its own errors
+            log.warning("upload rejected: %s", type(exc).__name__)
+            return index_page("The upload could not be read as a multipart form. Use the form below.", 400)
+        if len(data) > limit:
+            return index_page(f"{filename} is larger than the {limit / 2**20:.0f} MiB upload limit.", 413)
+        if tools_raw is not None and len(tools_raw) > 1024 * 1024:
+            return index_page(f"Tools file {tools_name} is larger than 1 MiB.", 413)
+        try:
+            source = load_upload(filename, data, tools_raw, tools_name, settings.config)
+        except SourceError as exc:
+            return index_page(str(exc), exc.status)
+        return started(store.create(source, rate=rate))
+
+    @router.get("/sessions/{sid}", response_class=HTMLResponse)
+    async def session_page(sid: str) -> HTMLResponse:
+        session = store.get(sid)
+        if session is None:
+            return error_page("Session not found", f"There is no session {sid!r}; it may have expired.", 404)
+        return HTMLResponse(renderer.page("session.html", **renderer.session_context(session), oob=False))
+
+    @router.post("/sessions/{sid}/control")
+    async def control(sid: str, request: Request) -> Response:
+        session = store.get(sid)
+        if session is None:
+            return error_page("Session not found", f"There is no session {sid!r}; it may have expired.", 404)
+        async with request.form(max_files=0, max_fields=_MAX_FORM_FIELDS) as form:
+            action, rate = form.get("action"), _rate(form.get("rate"))
+        if rate is not None:
+            store.set_rate(session, rate)
+        if action == "play":
+            store.play(session)
+        elif action == "pause":
+            store.pause(session)
+        elif action == "step":
+            store.step(session)
+        elif action == "restart":
+            store.restart(session)
+        elif action == "cancel":
+            store.cancel(session)
+        elif action != "rate":
+            return error_page("Unknown control", f"Unknown action {action!r}.", 400)
+        if request.headers.get("hx-request") == "true":
+            return Response(status_code=204)
+        return RedirectResponse(f"/sessions/{sid}", status_code=303)
+
+    return router

@@ -1,0 +1,152 @@
+"""HTML rendering: the Jinja environment, and WebSocket messages built from partials.
+
+One partial serves both the full page and the live update: ``partials/_card.html`` is
+included by the session page, and rendered alone with ``oob=True`` for a WebSocket
+message. A message is a plain HTML string (not JSON) whose top-level elements all carry
+``hx-swap-oob`` and a stable ``id``; htmx 4's ``hx-ws`` extension swaps each into the
+element with that id and, since nothing else is left, skips the main swap.
+
+Only :class:`~web.session.Card` data reaches templates: a call's ``view`` (name, id,
+counts, state, reason, transitions) and, after commit, its ``arguments``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from assembler.demos import Demo
+from assembler.model import CallState
+
+from .session import Card, Changes, Session
+from .settings import RATES, Settings
+
+#: Committed arguments longer than this (characters of pretty JSON) are cut on screen.
+MAX_ARGUMENTS_SHOWN = 64 * 1024
+#: Labelled ticks under each bar (bytes); the scale is logarithmic up to the limit.
+BAR_TICKS = (16, 1024, 16 * 1024, 128 * 1024)
+
+
+def human_bytes(n: int) -> str:
+    """``35 B``, ``4.0 KiB``, ``286.1 KiB``, ``1.2 MiB``."""
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KiB".replace(".0 ", " ")
+    return f"{n / (1024 * 1024):.1f} MiB".replace(".0 ", " ")
+
+
+def bar_percent(n: int, limit: int) -> float:
+    """Position of ``n`` bytes on a log scale whose full width is ``limit`` bytes (0–100)."""
+    if n <= 0 or limit <= 0:
+        return 0.0
+    return round(min(100.0, 100.0 * math.log1p(n) / math.log1p(limit)), 2)
+
+
+def pretty_arguments(arguments: dict[str, Any]) -> str:
+    """Committed arguments as indented JSON (escaped later by the template)."""
+    text = json.dumps(arguments, indent=2, ensure_ascii=False)
+    if len(text) > MAX_ARGUMENTS_SHOWN:
+        cut = len(text) - MAX_ARGUMENTS_SHOWN
+        text = text[:MAX_ARGUMENTS_SHOWN] + f"\n… {cut:,} more characters (see the JSON view)"
+    return text
+
+
+def fmt_t(t: float) -> str:
+    """Seconds since stream start as ``+1.250 s``."""
+    return f"+{t:.3f} s"
+
+
+def _verdict_label(expected: str) -> str:
+    """``"failed:invalid_json"`` -> ``"FAILED (invalid_json)"``."""
+    state, _, reason = expected.partition(":")
+    return state.upper() + (f" ({reason})" if reason else "")
+
+
+def demo_groups(demos: list[Demo]) -> list[dict[str, Any]]:
+    """Demos grouped by scenario: ``[{"key", "title", "description", "expected", "demos"}]``."""
+    groups: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    for demo in demos:
+        key = demo.name.split("-", 1)[1] if "-" in demo.name else demo.name
+        title = demo.title.rsplit(" (", 1)[0]
+        group = groups.setdefault(key, {"key": key, "title": title, "description": demo.description, "demos": []})
+        group["expected"] = ", ".join(_verdict_label(e) for e in demo.expected) + f" · stream {demo.expected_end}"
+        group["demos"].append(demo)
+    return list(groups.values())
+
+
+class Renderer:
+    """Renders pages and live-update messages from one template directory."""
+
+    def __init__(self, templates_dir: Path, settings: Settings) -> None:
+        self.settings = settings
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(templates_dir),
+            autoescape=True,
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters.update(
+            human_bytes=human_bytes,
+            fmt_t=fmt_t,
+            pretty=pretty_arguments,
+            compact_json=lambda value: json.dumps(value, ensure_ascii=False),  # escaped by autoescape
+        )
+        self.env.globals.update(
+            bar_percent=bar_percent,
+            bar_ticks=[(human_bytes(n), bar_percent(n, settings.config.max_tool_argument_bytes)) for n in BAR_TICKS],
+            max_bytes=settings.config.max_tool_argument_bytes,
+            rates=RATES,
+            CallState=CallState,
+        )
+
+    def page(self, name: str, **context: Any) -> str:
+        return self.env.get_template(name).render(**context)
+
+    def session_context(self, session: Session) -> dict[str, Any]:
+        """Variables every session template uses."""
+        return {
+            "s": session,
+            "cards": session.ordered_cards,
+            "multi_stream": len({c.stream for c in session.cards.values()}) > 1 or len(session.ends) > 1,
+        }
+
+    def _part(self, name: str, session: Session, **extra: Any) -> str:
+        return self.env.get_template(f"partials/{name}").render(**self.session_context(session), oob=True, **extra)
+
+    def card(self, session: Session, card: Card, *, oob: bool = True) -> str:
+        ctx = self.session_context(session)
+        return self.env.get_template("partials/_card.html").render(**ctx, card=card, oob=oob)
+
+    def update(self, session: Session, changes: Changes) -> str:
+        """One WebSocket message for ``changes``: each changed region rendered once."""
+        parts: list[str] = []
+        if changes.status:
+            parts.append(self._part("_status.html", session))
+        if changes.controls:
+            parts.append(self._part("_controls.html", session))
+        if changes.layout or changes.reset:
+            parts.append(self._part("_calls.html", session))
+        else:
+            for cid in sorted(changes.cards):
+                card = session.cards.get(cid)
+                if card is not None:
+                    parts.append(self.card(session, card))
+        if changes.results or changes.reset:
+            parts.append(self._part("_results.html", session))
+        if changes.reset:
+            parts.append(self._part("_verdicts.html", session, verdicts=session.verdicts, mode="innerHTML"))
+        elif changes.verdicts:
+            parts.append(self._part("_verdicts.html", session, verdicts=changes.verdicts, mode="beforeend"))
+        return "\n".join(parts)
+
+    def full_update(self, session: Session) -> str:
+        """The whole current state, for a subscriber that just connected."""
+        everything = Changes(layout=True, status=True, controls=True, results=True, reset=True)
+        return self.update(session, everything)

@@ -1,0 +1,289 @@
+"""One replay session: a source, a pipeline, and the redacted state the dashboard shows.
+
+A :class:`Session` is driven step by step (one provider event at a time) by the replay
+runner (:mod:`web.replay`) or by a control request. It keeps only what may be shown:
+:class:`~assembler.redact.CallView` snapshots, and a call's arguments only after an
+assembly event reported the call COMMITTED. It also records *what changed* since the
+last flush (:class:`Changes`), so the WebSocket hub renders each changed card once per
+tick.
+
+Time is virtual: the pipeline's clock advances by ``1 / rate`` seconds per provider
+event fed, so timelines read as "seconds into the replay at this pace", pauses excluded,
+and are the same on every run.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Callable
+from functools import partial
+from dataclasses import dataclass, field
+from typing import Any
+
+from assembler.capture import CaptureError
+from assembler.config import AssembleConfig
+from assembler.model import CallKey, CallState, StreamEndKind, ToolResult
+from assembler.pipeline import Pipeline
+from assembler.redact import AssemblyEvent, CallView
+
+from .sources import LoadedSource
+
+log = logging.getLogger("toollatch.web")
+
+
+class Status(str, enum.Enum):
+    """Replay status of a session."""
+
+    READY = "ready"  # nothing fed yet, not playing
+    PLAYING = "playing"
+    PAUSED = "paused"
+    FINISHED = "finished"  # input consumed, pipeline closed
+    CANCELLED = "cancelled"  # user stop (or the demo's scripted stop)
+    ERROR = "error"  # the input could not be assembled further
+
+    @property
+    def done(self) -> bool:
+        return self in (Status.FINISHED, Status.CANCELLED, Status.ERROR)
+
+
+def card_id(stream: int, key: CallKey) -> str:
+    """Stable DOM id of a call's card, e.g. ``call-0-0-1-0``."""
+    return "call-" + "-".join(str(part) for part in (stream, *key))
+
+
+@dataclass
+class Card:
+    """What the dashboard knows of one call.
+
+    ``arguments`` is set only once an assembly event said the call is COMMITTED;
+    ``result`` is the error result owed for a non-committed call, once known.
+    """
+
+    stream: int
+    view: CallView
+    arguments: dict[str, Any] | None = None
+    result: ToolResult | None = None
+
+    @property
+    def id(self) -> str:
+        return card_id(self.stream, self.view.key)
+
+
+@dataclass
+class Verdict:
+    """A terminal outcome to announce: a call's final state, or a stream's end."""
+
+    text: str
+    state: str  # a CallState value, or "stream"
+
+
+@dataclass
+class Changes:
+    """What changed since the last flush. ``layout``: cards appeared or the session restarted."""
+
+    cards: set[str] = field(default_factory=set)
+    layout: bool = False
+    status: bool = False
+    controls: bool = False
+    results: bool = False
+    verdicts: list[Verdict] = field(default_factory=list)
+    reset: bool = False
+
+    def any(self) -> bool:
+        return bool(self.cards or self.layout or self.status or self.controls or self.results or self.verdicts or self.reset)
+
+
+@dataclass
+class EndState:
+    """How one stream of the input ended."""
+
+    kind: StreamEndKind
+    detail: str | None
+
+
+class Session:
+    """Replay state of one source. Not thread-safe; used from the event loop only."""
+
+    def __init__(self, sid: str, source: LoadedSource, config: AssembleConfig, rate: float) -> None:
+        self.id = sid
+        self.source = source
+        self.config = config
+        self.rate = rate
+        self.status = Status.READY
+        self.generation = 0  # bumped by restart: a runner of an older generation stops
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+
+    def reset(self) -> None:
+        """Back to before the first event (restart)."""
+        self.virtual_t = 0.0
+        self.position = 0
+        self.pipeline = Pipeline(config=self.config, registry=self.source.registry(), clock=lambda: self.virtual_t, name=self.source.name)
+        self.cards: dict[str, Card] = {}
+        self.ends: dict[int, EndState] = {}
+        self.verdicts: list[Verdict] = []
+        self.quirks: dict[str, int] = {}
+        self.error: str | None = None
+        self.pending = Changes(layout=True, status=True, controls=True, results=True, reset=True)
+        self.generation += 1
+
+    @property
+    def total(self) -> int:
+        """Provider events in the input."""
+        return len(self.source.events)
+
+    @property
+    def ordered_cards(self) -> list[Card]:
+        """Cards in provider order (stream, then key)."""
+        return sorted(self.cards.values(), key=lambda c: (c.stream, c.view.key))
+
+    @property
+    def results(self) -> list[tuple[int, ToolResult]]:
+        """Error results owed so far, as (stream, result), in provider order."""
+        out: list[tuple[int, ToolResult]] = []
+        for index, stream in enumerate(self.pipeline.results()):
+            out.extend((index, r) for r in stream.results)
+        return out
+
+    def set_status(self, status: Status) -> None:
+        if status is not self.status:
+            log.info("session %s: %s -> %s", self.id, self.status.value, status.value)
+            self.status = status
+            self.pending.status = self.pending.controls = True
+
+    def take_changes(self) -> Changes:
+        """The changes accumulated since the last call, and start a new set."""
+        changes, self.pending = self.pending, Changes()
+        return changes
+
+    # ------------------------------------------------------------------ driving
+
+    def step(self, count: int = 1) -> None:
+        """Feed up to ``count`` provider events; close the pipeline right after the last one.
+
+        A demo's scripted stop (``cancel_after``) is applied as soon as that many events
+        were fed. Errors end the session with status ERROR and a message.
+        """
+        for _ in range(count):
+            if self.status.done:
+                return
+            if self.position < self.total and not self._stop_due():
+                event = self.source.events[self.position]
+                self.position += 1
+                self.virtual_t += 1.0 / self.rate
+                self.pending.status = True
+                self._guard(partial(self.pipeline.feed, event))
+                if self.status.done:
+                    return
+            if self._stop_due():
+                self.cancel("user stop (demo script)")
+                return
+            if self.position >= self.total:
+                self._guard(self.pipeline.close)
+                if not self.status.done:
+                    self.set_status(Status.FINISHED)
+                return
+
+    def _stop_due(self) -> bool:
+        return self.source.cancel_after is not None and self.position >= self.source.cancel_after
+
+    def cancel(self, detail: str = "user stop") -> None:
+        """User stop: open calls become CANCELLED and get their error results."""
+        if self.status.done:
+            return
+        self._guard(partial(self.pipeline.cancel, detail))
+        if not self.status.done:
+            self.set_status(Status.CANCELLED)
+
+    def _guard(self, action: Callable[[], list[AssemblyEvent]]) -> None:
+        try:
+            events = action()
+        except CaptureError as exc:
+            self._fail(str(exc))
+            return
+        except Exception as exc:  # never a traceback on screen; never argument text in a log
+            log.error("session %s: assembler raised %s", self.id, type(exc).__name__)
+            self._fail(f"The assembler failed on this input ({type(exc).__name__}).")
+            return
+        for event in events:
+            self._apply(event)
+
+    def _fail(self, message: str) -> None:
+        self.error = message
+        self.set_status(Status.ERROR)
+
+    def _apply(self, event: AssemblyEvent) -> None:
+        """Fold one assembly event into the redacted state."""
+        if event.kind == "stream_end" and event.end is not None:
+            self.ends[event.stream] = EndState(event.end, event.detail)
+            self._refresh_results()
+            self.pending.status = True
+            detail = f" ({event.detail})" if event.detail else ""
+            self._announce(Verdict(f"Stream {event.stream} ended: {event.end}{detail}", "stream"))
+            return
+        if event.kind == "quirk" and event.detail:
+            self.quirks[event.detail] = self.quirks.get(event.detail, 0) + 1
+            self.pending.status = True
+            return
+        view = event.call
+        if view is None:
+            return
+        cid = card_id(event.stream, view.key)
+        card = self.cards.get(cid)
+        was: CallState | None = None
+        if card is None:
+            card = self.cards[cid] = Card(event.stream, view)
+            self.pending.layout = True
+        else:
+            was = card.view.state
+        card.view = view
+        self.pending.cards.add(cid)
+        if view.state is CallState.COMMITTED and card.arguments is None:
+            # The latch held: only now may the arguments be fetched and shown.
+            committed = self.pipeline.committed(event.stream, view.key)
+            if committed is not None:
+                card.arguments = committed.arguments
+        if view.state.terminal and (was is None or not was.terminal):
+            self._refresh_results()
+            name = view.name or "unnamed call"
+            reason = f": {view.reason}" if view.reason else ""
+            self._announce(Verdict(f"{name} ({view.call_id or 'no id'}) {view.state.name}{reason}", view.state.value))
+
+    def _announce(self, verdict: Verdict) -> None:
+        self.verdicts.append(verdict)
+        self.pending.verdicts.append(verdict)
+
+    def _refresh_results(self) -> None:
+        """Attach error results to their cards (by ``tool_call_id`` within the stream)."""
+        for stream, result in self.results:
+            for card in self.cards.values():
+                if card.stream == stream and card.view.call_id is not None and card.view.call_id == result.tool_call_id:
+                    if card.result != result:
+                        card.result = result
+                        self.pending.cards.add(card.id)
+        self.pending.results = True
+
+    # ------------------------------------------------------------------ JSON
+
+    def to_json(self) -> dict[str, Any]:
+        """The session's JSON twin: meta, stream documents and redacted call views.
+
+        ``streams`` holds one ``toollatch assemble --json`` stream document per stream so
+        far; a call's ``arguments`` appear there only once committed.
+        """
+        return {
+            "id": self.id,
+            "source": self.source.meta(),
+            "status": self.status.value,
+            "error": self.error,
+            "position": self.position,
+            "total": self.total,
+            "rate": self.rate,
+            "dialect": self.pipeline.dialect,
+            "max_tool_argument_bytes": self.config.max_tool_argument_bytes,
+            "streams": [r.to_json() for r in self.pipeline.results()],
+            "calls": [{"stream": c.stream, **c.view.to_json()} for c in self.ordered_cards],
+            "verdicts": [v.text for v in self.verdicts],
+        }
