@@ -1,0 +1,54 @@
+"""The public API of ``assembler`` is curated: ``__all__`` is pinned and every name resolves."""
+
+from __future__ import annotations
+
+import assembler
+
+EXPECTED = [
+    "AssembleConfig",
+    "Assembler",
+    "AssemblyEvent",
+    "CallInput",
+    "CallOutcome",
+    "CallState",
+    "CallStateMachine",
+    "CallView",
+    "CaptureError",
+    "CommittedCall",
+    "ConfigError",
+    "IllegalTransition",
+    "Pipeline",
+    "ProviderEvent",
+    "Reason",
+    "RegistryError",
+    "SSEDecoder",
+    "SSEEvent",
+    "StreamResult",
+    "StrictJSONError",
+    "ToolRegistry",
+    "ToolResult",
+    "assemble_events",
+    "iter_capture",
+    "iter_file",
+    "read_capture",
+    "strict_loads",
+]
+
+
+def test_all_is_pinned() -> None:
+    assert EXPECTED == sorted(EXPECTED)
+    assert assembler.__all__ == EXPECTED
+
+
+def test_every_exported_name_resolves_to_a_public_object() -> None:
+    for name in assembler.__all__:
+        member = getattr(assembler, name)
+        module = getattr(member, "__module__", "")
+        assert module.startswith("assembler."), (name, module)
+        assert getattr(member, "__name__", name) == name
+
+
+def test_star_import_gives_exactly_all() -> None:
+    namespace: dict[str, object] = {}
+    exec("from assembler import *", namespace)
+    assert sorted(k for k in namespace if k != "__builtins__") == EXPECTED

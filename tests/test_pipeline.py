@@ -1,0 +1,217 @@
+"""Pipeline: dialect detection, one assembler per stream, errors that name the input."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from assembler import CallState, CaptureError, Pipeline, assemble_events, read_capture
+from assembler.capture import ProviderEvent
+from assembler.model import StreamResult
+
+from .test_fixture_classes import (
+    anthropic_end,
+    anthropic_message_start,
+    anthropic_sse,
+    anthropic_tool_block,
+    anthropic_tool_events,
+    openai_sse,
+    openai_tool_chunks,
+)
+
+CALLS = [("call_1", "f", ['{"a":', "1}"]), ("call_2", "g", ["{}"])]
+OPENAI = openai_sse(openai_tool_chunks(CALLS))
+ANTHROPIC = anthropic_sse(anthropic_tool_events(CALLS))
+ANTHROPIC_JSONL = ("\n".join(json.dumps(e) for e in anthropic_tool_events(CALLS)) + "\n").encode()
+OPENAI_JSONL = ("\n".join(json.dumps(c) for c in openai_tool_chunks(CALLS)) + "\n").encode()
+
+
+def run(data: bytes, name: str = "cap", **kwargs: Any) -> tuple[Pipeline, list[StreamResult]]:
+    pipeline = Pipeline(name=name, **kwargs)
+    for event in read_capture(data, name):
+        pipeline.feed(event)
+    pipeline.close()
+    return pipeline, pipeline.results()
+
+
+def summary(results: list[StreamResult]) -> list[tuple[Any, ...]]:
+    return [(r.end, [(c.call_id, c.name, c.state, c.arguments) for c in r.calls]) for r in results]
+
+
+EXPECTED = [("complete", [("call_1", "f", CallState.COMMITTED, {"a": 1}), ("call_2", "g", CallState.COMMITTED, {})])]
+
+
+@pytest.mark.parametrize(
+    ("data", "dialect"),
+    [(OPENAI, "openai-chat"), (OPENAI_JSONL, "openai-chat"), (ANTHROPIC, "anthropic"), (ANTHROPIC_JSONL, "anthropic")],
+    ids=["openai-sse", "openai-jsonl", "anthropic-sse", "anthropic-jsonl"],
+)
+def test_dialect_is_detected_and_framing_does_not_matter(data: bytes, dialect: str) -> None:
+    pipeline, results = run(data)
+    assert pipeline.dialect == dialect
+    assert [r.dialect for r in results] == [dialect]
+    assert summary(results) == EXPECTED
+
+
+def test_events_before_detection_are_replayed() -> None:
+    # ping tells nothing about the dialect; it is held and replayed once message_start arrives
+    events = [{"type": "ping"}, *anthropic_tool_events(CALLS)]
+    pipeline = Pipeline()
+    assert pipeline.feed(ProviderEvent("ping", events[0], 1, 0)) == []
+    assert pipeline.dialect is None
+    out = pipeline.feed(ProviderEvent("message_start", events[1], 3, 10))
+    assert pipeline.dialect == "anthropic"
+    assert [e.kind for e in out] == ["stream_start"]
+    for i, data in enumerate(events[2:]):
+        pipeline.feed(ProviderEvent(data["type"], data, 5 + i, 0))
+    pipeline.close()
+    assert summary(pipeline.results()) == EXPECTED
+
+
+def test_explicit_dialect_skips_detection() -> None:
+    pipeline = Pipeline("openai-chat")
+    assert pipeline.dialect == "openai-chat"
+    # a chunk with no "choices" key would not be detected, but the adapter still reads it
+    pipeline.feed(ProviderEvent(None, {"error": {"message": "boom"}}, 1, 0))
+    pipeline.close()
+    assert pipeline.results()[0].end == "error"
+
+
+@pytest.mark.parametrize(
+    ("data", "dialect"),
+    [
+        (b'data: {"type":"response.created","response":{}}\n\n', "openai-responses"),
+        (b'{"candidates":[{"content":{"parts":[]}}]}\n', "gemini"),
+    ],
+)
+def test_recognised_but_unsupported_dialect_names_the_input(data: bytes, dialect: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import assembler.pipeline
+
+    # every dialect detection knows has an adapter today; take one away to reach this path
+    monkeypatch.delitem(assembler.pipeline.ADAPTERS, dialect)
+    with pytest.raises(CaptureError) as info:
+        run(data, name="stream.cap")
+    assert "stream.cap" in str(info.value) and dialect in str(info.value) and "not supported" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"hello world\nthis is not a stream\n", b'{"a":1}\n{"b":2}\n', b"", b'data: {"hello":"world"}\n\n'],
+    ids=["text", "json-objects", "empty", "sse-unknown"],
+)
+def test_unknown_input_raises_capture_error_naming_the_file(data: bytes) -> None:
+    with pytest.raises(CaptureError, match="mystery.bin"):
+        run(data, name="mystery.bin")
+
+
+def test_detection_gives_up_after_a_window_of_events() -> None:
+    pipeline = Pipeline(name="many.jsonl")
+    with pytest.raises(CaptureError, match="many.jsonl"):
+        for i in range(1000):
+            pipeline.feed(ProviderEvent(None, {"n": i}, i + 1, 0))
+
+
+def test_bad_line_before_detection_raises_naming_file_and_line() -> None:
+    data = b'data: {"choices":\n\n' + OPENAI
+    with pytest.raises(CaptureError, match=r"bad\.sse:1 \(byte 0\)"):
+        run(data, name="bad.sse")
+
+
+@pytest.mark.parametrize("dialect", ["openai-chat", "anthropic"])
+def test_bad_line_mid_stream_ends_with_error_and_keeps_calls(dialect: str) -> None:
+    if dialect == "openai-chat":
+        chunks = openai_tool_chunks(CALLS)
+        head = openai_sse(chunks[:3], done=False)  # call_1 opened with both fragments
+        tail = openai_sse(chunks[3:])
+    else:
+        events = anthropic_tool_events(CALLS)
+        head = anthropic_sse(events[:6])  # through call_1's content_block_stop
+        tail = anthropic_sse(events[6:])
+    bad = b"data: {not json}\n\n"
+    data = head + bad + tail
+    pipeline, results = run(data, name="mid.sse")
+    result = results[0]
+    assert result.end == "error"
+    line = data[: len(head)].count(b"\n") + 1
+    assert result.end_detail is not None
+    assert result.end_detail.startswith(f"mid.sse:{line} (byte {len(head)})")
+    (call,) = result.calls  # the call read before the bad line is kept ...
+    assert (call.call_id, call.name, call.bytes, call.fragments) == ("call_1", "f", 7, 2)
+    assert call.state is CallState.FAILED and (call.reason or "").startswith("stream_error")
+    assert [r.tool_call_id for r in result.results] == ["call_1"]  # ... and owed its error result
+    assert call.arguments is None
+
+
+def test_several_message_starts_are_several_streams() -> None:
+    first = [anthropic_message_start("msg_1"), *anthropic_tool_block(0, "toolu_a", "f", ['{"n":1}']), *anthropic_end()]
+    second = [anthropic_message_start("msg_2"), *anthropic_tool_block(0, "toolu_b", "g", ["{}"])]  # truncated
+    third = [anthropic_message_start("msg_3"), *anthropic_end("end_turn")]
+    pipeline = Pipeline()
+    out = []
+    for data in first + second + third:
+        out += pipeline.feed(ProviderEvent(data["type"], data, 1, 0))
+    out += pipeline.close()
+    results = pipeline.results()
+    assert [(r.end, [c.call_id for c in r.calls]) for r in results] == [
+        ("complete", ["toolu_a"]),
+        ("truncated", ["toolu_b"]),
+        ("complete", []),
+    ]
+    assert [e.stream for e in out if e.kind == "stream_start"] == [0, 1, 2]
+    assert pipeline.committed(0, (0,)) is not None and pipeline.committed(0, (0,)).arguments == {"n": 1}  # type: ignore[union-attr]
+    assert pipeline.committed(1, (0,)) is None
+    assert pipeline.committed(7, (0,)) is None
+
+
+def test_events_are_returned_as_they_happen() -> None:
+    pipeline = Pipeline()
+    kinds: list[str] = []
+    for event in read_capture(OPENAI):
+        kinds += [e.kind for e in pipeline.feed(event)]
+    assert kinds.count("call_opened") == 2 and kinds.count("fragment") == 3
+    assert [k for k in kinds if k != "quirk"][-1] == "stream_end"
+    assert pipeline.close() == []
+    assert pipeline.ended
+
+
+def test_close_without_end_truncates() -> None:
+    data = openai_sse(openai_tool_chunks(CALLS, finish=False), done=False)
+    _, results = run(data)
+    assert results[0].end == "truncated"
+    assert all(c.state is CallState.FAILED for c in results[0].calls)
+    assert len(results[0].results) == 2
+
+
+def test_cancel_before_anything_and_after_close() -> None:
+    pipeline = Pipeline()
+    assert pipeline.cancel() == []
+    assert pipeline.results() == []
+    assert pipeline.feed(read_capture(OPENAI)[0]) == []
+    done, _ = run(OPENAI)
+    assert done.cancel() == []
+    assert done.results()[0].end == "complete"
+
+
+def test_assemble_events_convenience() -> None:
+    results = assemble_events(read_capture(ANTHROPIC), name="x")
+    assert summary(results) == EXPECTED
+
+
+def test_check_idle_fails_silent_calls_of_the_current_stream() -> None:
+    now = [0.0]
+    pipeline = Pipeline(clock=lambda: now[0])
+    chunks = openai_tool_chunks(CALLS, finish=False)
+    for event in read_capture(openai_sse(chunks[:2], done=False)):  # call_1 opened, one fragment
+        pipeline.feed(event)
+    now[0] = 59.0
+    assert pipeline.check_idle() == []
+    now[0] = 60.0
+    (event,) = pipeline.check_idle()
+    assert event.kind == "state" and event.call is not None and event.call.reason == "idle_timeout: no fragment for 60 s"
+    pipeline.close()
+    (result,) = pipeline.results()
+    assert result.end == "truncated"
+    assert (result.calls[0].reason or "").startswith("idle_timeout")  # the first verdict stands
+    assert pipeline.check_idle() == []
