@@ -45,11 +45,18 @@ def run_assemble(args: argparse.Namespace) -> int:
     results = pipeline.results()
     if args.json:
         doc: dict[str, Any] = {"source": str(path), "streams": [r.to_json() for r in results]}
-        json.dump(doc, sys.stdout, ensure_ascii=False, indent=1)
-        sys.stdout.write("\n")
+        _write(json.dumps(doc, ensure_ascii=False, indent=1, allow_nan=False) + "\n")
     else:
-        sys.stdout.write(format_table(results))
+        _write(format_table(results))
     return 0
+
+
+def _write(text: str) -> None:
+    """Write UTF-8; a lone surrogate from provider JSON becomes its ``\\udXXX`` escape,
+    which inside a JSON string is exactly the JSON escape, so the output stays valid."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
+    sys.stdout.buffer.flush()
 
 
 def format_table(results: list[StreamResult]) -> str:

@@ -8,6 +8,8 @@ ever parses a fragment on its own.
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +39,32 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-standard constant {name}")
 
 
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):  # 1e999 would otherwise become Infinity
+        raise ValueError("number out of range")
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """True if any string (key or value) holds a lone UTF-16 surrogate (I-JSON, RFC 7493 2.1)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj: dict[str, Any] = {}
     for key, value in pairs:
@@ -47,9 +75,15 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def strict_loads(text: str) -> Any:
-    """Parse ``text`` as exactly one RFC 8259 JSON value; raise :class:`StrictJSONError`."""
+    """Parse ``text`` as exactly one RFC 8259 JSON value; raise :class:`StrictJSONError`.
+
+    Beyond the grammar, values that cannot round-trip are refused: numbers that overflow
+    to infinity, and strings holding a lone surrogate (I-JSON, RFC 7493).
+    """
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        value = json.loads(
+            text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant, parse_float=_finite_float
+        )
     except json.JSONDecodeError as exc:
         # exc.msg is the decoder's description ("Expecting ',' delimiter"); it never
         # contains the document. exc.pos counts characters: report UTF-8 bytes.
@@ -57,10 +91,13 @@ def strict_loads(text: str) -> Any:
         return _raise(problem, len(text[: exc.pos].encode("utf-8", "surrogatepass")))
     except _DuplicateKey:
         return _raise("duplicate object key", None)
-    except ValueError as exc:  # parse_constant: NaN, Infinity, -Infinity
+    except ValueError as exc:  # NaN, Infinity, -Infinity, overflowing numbers, > 4300-digit integers
         return _raise(str(exc), None)
     except RecursionError:
         return _raise("nesting too deep", None)
+    if _has_lone_surrogate(value):
+        return _raise("string holds a lone surrogate", None)
+    return value
 
 
 def _raise(problem: str, offset: int | None) -> Any:

@@ -92,8 +92,11 @@ class Pipeline:
             return []
         if self._adapter is None:
             raise CaptureError(f"{self.name}: no known provider stream found")
-        out = self._apply_all(self._adapter.close())
         current = self._current()
+        out: list[AssemblyEvent] = []
+        if not current.ended:  # an adapter's own end-of-input verdict, unless the stream already ended
+            out.extend(self._apply_all(self._adapter.close()))
+            current = self._current()
         if not current.ended:
             out.extend(current.apply(StreamTruncated("input ended")))
         self._closed = True
@@ -136,7 +139,15 @@ class Pipeline:
         framing: list[Op] = [Quirk(name) for name in event.framing]
         if event.error is not None:
             return self._apply_all([*framing, StreamError(event.error)])
-        return self._apply_all([*framing, *self._adapter.feed(event)])
+        try:
+            ops = self._adapter.feed(event)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+            # A provider event of a shape the adapter does not expect: fail the stream at a
+            # named place instead of crashing. The exception text is not shown: it could
+            # quote event content.
+            where = f"{self.name}:{event.line} (byte {event.offset})"
+            ops = [StreamError(f"{where}: cannot interpret {self._dialect} event ({type(exc).__name__})")]
+        return self._apply_all([*framing, *ops])
 
     def _apply_all(self, ops: Iterable[Op]) -> list[AssemblyEvent]:
         out: list[AssemblyEvent] = []

@@ -234,15 +234,6 @@ def test_subprocess_entry_point(tmp_path: Path) -> None:
     assert missing.stderr.decode().count("\n") == 1 and b"nope.sse" in missing.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: assembler/cli.py run_assemble: json.dump(..., ensure_ascii=False) to sys.stdout raises "
-        "UnicodeEncodeError when a committed argument holds a lone surrogate escape such as "
-        '{"a":"\\ud800"} (strict_loads accepts it); the command dies with a traceback, exit 1, '
-        "and a half-written JSON document instead of exit 0 with a valid document"
-    ),
-)
 def test_lone_surrogate_escape_in_arguments_does_not_crash_json_output(tmp_path: Path) -> None:
     cap = write(tmp_path, "sur.sse", openai_sse(openai_tool_chunks([("c1", "f", ['{"a":"\\ud800"}'])])))
     exe = Path(sys.executable).parent / "toollatch"
@@ -261,14 +252,6 @@ def _strict_json(text: str) -> Any:
     return json.loads(text, parse_constant=no_constant)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: assembler/finalize.py strict_loads accepts 1e999 as float('inf'); the call commits and "
-        "assembler/cli.py run_assemble (json.dump with allow_nan=True) writes the token Infinity, so "
-        "the --json document is not RFC 8259 JSON (jq and other strict parsers reject it)"
-    ),
-)
 def test_json_output_is_strict_json_even_for_overflowing_numbers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cap = write(tmp_path, "inf.sse", openai_sse(openai_tool_chunks([("c1", "f", ['{"a":1e999}'])])))
     assert main(["assemble", str(cap), "--json"]) == 0

@@ -203,15 +203,6 @@ def test_delta_after_block_stop_fails_the_call() -> None:
     assert (result.calls[0].reason or "").startswith("stream_error")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: assembler/dialects/anthropic.py feed(), lines 63 and 70: `index not in self._tool_blocks` / "
-        "`index in self._tool_blocks` raise TypeError (unhashable type) when a content_block_delta or "
-        "content_block_stop carries a list/object index; the whole Pipeline (and `toollatch assemble`, "
-        "exit 1 with a traceback) dies on one malformed event instead of recording a quirk and going on"
-    ),
-)
 @pytest.mark.parametrize(
     "bad",
     [

@@ -265,15 +265,6 @@ def test_error_chunk_is_a_stream_error() -> None:
     assert result.end == "error" and result.calls[0].state is CallState.FAILED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: assembler/dialects/openai_chat.py feed(): an {'error': ...} chunk returns StreamError but "
-        "does not set self._ended, so close() still returns StreamTruncated; the assembler (already "
-        "ended with 'error') counts it as quirk op_after_stream_end although the provider sent nothing "
-        "after its error. The Anthropic adapter sets _ended on its error event and records no such quirk"
-    ),
-)
 def test_error_chunk_then_end_of_input_records_no_op_after_end() -> None:
     _, adapter = feed_all(chunk_with(TC(0, call_id="c", name="f", arguments="{")), {"error": {"message": "boom"}})
     assert adapter.close() == []
@@ -294,15 +285,6 @@ def test_sparse_index_is_a_quirk_and_still_keyed() -> None:
     assert [op.key for op in ops if isinstance(op, CallStart)] == [(0, 1, 0)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: assembler/dialects/openai_chat.py _choice(), line 90: `set(indexes)` raises TypeError "
-        "(unhashable type: 'list') when a tool_calls entry has a non-scalar index such as [0]; one "
-        "malformed chunk kills the Pipeline (and `toollatch assemble` exits 1 with a traceback) although "
-        "_bind() already treats a non-int index as missing"
-    ),
-)
 def test_malformed_entry_index_does_not_crash_the_stream() -> None:
     result = assemble(
         chunk_with(TC(0, call_id="c1", name="f", arguments='{"a":1}')),

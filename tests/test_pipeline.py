@@ -215,3 +215,49 @@ def test_check_idle_fails_silent_calls_of_the_current_stream() -> None:
     assert result.end == "truncated"
     assert (result.calls[0].reason or "").startswith("idle_timeout")  # the first verdict stands
     assert pipeline.check_idle() == []
+
+
+def test_an_adapter_fault_fails_the_stream_at_a_named_place_without_quoting_the_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    from assembler.dialects.openai_chat import OpenAIChatAdapter
+
+    raw = (
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{}"}}]}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":"sk-secret-in-event"}}]}\n\n'
+    )
+    real_feed = OpenAIChatAdapter.feed
+
+    def feed(self: OpenAIChatAdapter, event: Any) -> Any:
+        if event.line == 3:
+            raise TypeError("unhashable: sk-secret-in-event")
+        return real_feed(self, event)
+
+    monkeypatch.setattr(OpenAIChatAdapter, "feed", feed)
+    pipeline = Pipeline(name="cap.sse")
+    for ev in read_capture(raw, name="cap.sse"):
+        pipeline.feed(ev)
+    pipeline.close()
+    (result,) = pipeline.results()
+    assert result.end == "error"
+    assert result.end_detail is not None and result.end_detail.startswith("cap.sse:3 (byte ")
+    assert "TypeError" in result.end_detail and "sk-secret" not in result.end_detail
+    assert result.calls[0].state.value == "failed" and "op_after_stream_end" not in result.quirks
+
+
+def test_bedrock_block_index_of_the_wrong_type_is_ignored_not_fatal() -> None:
+    lines = [
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "t1", "name": "f"}}}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a":1}'}}}},
+        {"contentBlockDelta": {"contentBlockIndex": [0], "delta": {"toolUse": {"input": "junk"}}}},
+        {"contentBlockStop": {"contentBlockIndex": {"i": 0}}},
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": "tool_use"}},
+    ]
+    raw = "\n".join(json.dumps(x) for x in lines).encode()
+    pipeline = Pipeline()
+    for ev in read_capture(raw):
+        pipeline.feed(ev)
+    pipeline.close()
+    (result,) = pipeline.results()
+    assert result.end == "complete"
+    assert result.calls[0].arguments == {"a": 1}

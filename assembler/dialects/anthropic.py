@@ -57,8 +57,9 @@ class AnthropicAdapter:
             return [StreamError(_error_detail(data.get("error")))]
         if kind == "content_block_start":
             return self._block_start(data.get("index"), data.get("content_block"))
+        index = data.get("index") if isinstance(data.get("index"), int) else None
         if kind == "content_block_delta":
-            index, delta = data.get("index"), data.get("delta")
+            delta = data.get("delta")
             if isinstance(delta, dict) and delta.get("type") == "input_json_delta":
                 if index not in self._tool_blocks:
                     return [Quirk("input_json_delta_for_non_tool_block")]
@@ -66,7 +67,6 @@ class AnthropicAdapter:
                 return [ArgsFragment((index,), fragment)] if isinstance(fragment, str) and fragment else []
             return []
         if kind == "content_block_stop":
-            index = data.get("index")
             return [BlockStop((index,))] if index in self._tool_blocks else []
         if kind == "message_stop":
             if self._ended:

@@ -37,7 +37,7 @@ class BedrockConverseAdapter:
             return [Quirk("non_event_line")]
         ((kind, body),) = data.items()
         body = body if isinstance(body, dict) else {}
-        index = body.get("contentBlockIndex")
+        index = body.get("contentBlockIndex") if isinstance(body.get("contentBlockIndex"), int) else None
         if kind == "messageStart":
             ops: list[Op] = []
             if self._started and not self._ended:

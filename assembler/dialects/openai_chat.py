@@ -53,6 +53,7 @@ class OpenAIChatAdapter:
         if not isinstance(data, dict):
             return [Quirk("non_object_chunk")]
         if isinstance(data.get("error"), (dict, str)):
+            self._ended = True
             return [StreamError(_error_detail(data["error"]))]
         if "prompt_filter_results" in data:
             ops.append(Quirk("content_filter_chunk"))
@@ -86,7 +87,7 @@ class OpenAIChatAdapter:
                 state.role_seen = True
             entries = delta.get("tool_calls")
             if isinstance(entries, list):
-                indexes = [e.get("index") for e in entries if isinstance(e, dict) and e.get("index") is not None]
+                indexes = [e.get("index") for e in entries if isinstance(e, dict) and isinstance(e.get("index"), int)]
                 if len(indexes) != len(set(indexes)):
                     ops.append(Quirk("two_entries_for_one_index_in_chunk"))
                 for entry in entries:
@@ -180,6 +181,7 @@ class OpenAIChatAdapter:
             key = (ci, 0, 0)
             state.bound[0] = key
             return key
+        self._ended = True
         ops.append(StreamError(f"choice {ci}: tool_calls entry without index or id while {len(state.keys)} calls are open"))
         return None
 
