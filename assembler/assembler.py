@@ -20,6 +20,7 @@ from typing import Any
 
 from .config import AssembleConfig
 from .finalize import check_arguments
+from .metrics import Metrics
 from .model import (
     ArgsFragment,
     BlockStop,
@@ -50,6 +51,30 @@ from .state import CallInput, CallStateMachine
 Clock = Callable[[], float]
 
 
+class RunBudget:
+    """``max_tool_calls_per_run``: committed calls counted across the streams (turns) of one
+    session. Shared by every :class:`Assembler` of a :class:`~assembler.pipeline.Pipeline`."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.committed = 0
+        self.executed = 0
+
+    def take(self) -> bool:
+        """Count one more committed call; False (and nothing counted) when over the limit."""
+        if self.limit is not None and self.committed >= self.limit:
+            return False
+        self.committed += 1
+        return True
+
+    def take_execution(self) -> bool:
+        """Re-check at enqueue time: count one more executed call, False when over the limit."""
+        if self.limit is not None and self.executed >= self.limit:
+            return False
+        self.executed += 1
+        return True
+
+
 @dataclass(slots=True)
 class _Call:
     key: CallKey
@@ -65,6 +90,7 @@ class _Call:
     arguments: Any = None
     transitions: list[Transition] = field(default_factory=list)
     last_activity: float = 0.0  # seconds since stream start: call start or last fragment
+    repaired: bool = False  # dropped from history by drop_with_protocol_repair
 
     def view(self) -> CallView:
         return CallView(
@@ -97,12 +123,17 @@ class Assembler:
         clock: Clock = time.monotonic,
         stream_index: int = 0,
         reveal: bool = False,
+        budget: RunBudget | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.dialect = dialect
         self.config = config or AssembleConfig()
         self.registry = registry
         self.stream_index = stream_index
         self.reveal = reveal
+        self.budget = budget or RunBudget(self.config.max_tool_calls_per_run)
+        self.metrics = metrics
+        self._ended_at: float | None = None  # clock time of the normal end, for to_commit_seconds
         self._clock = clock
         self._t0 = clock()
         self._seq = 0
@@ -148,13 +179,14 @@ class Assembler:
                 executor=c.executor,
                 arguments=c.arguments if c.machine.state is CallState.COMMITTED else None,
                 transitions=list(c.transitions),
+                repaired=c.repaired,
             )
             for c in self._ordered()
         ]
         results = [
             ToolResult(c.call_id, True, c.reason or c.state.value)
             for c in calls
-            if c.executor == "client" and c.state is not CallState.COMMITTED and c.state.terminal
+            if c.executor == "client" and c.state is not CallState.COMMITTED and c.state.terminal and not c.repaired
         ]
         return StreamResult(self.dialect, self._end, self._end_detail, calls, results, dict(self._quirks))
 
@@ -200,6 +232,10 @@ class Assembler:
             call = self._calls.get(op.key)
             if call is not None and call.machine.state is CallState.OPEN:
                 self._move(call, CallInput.ARGS_COMPLETE, out)
+                if call.executor == "client" and self.config.pipelined(call.name):
+                    # Pipelined commit: the block stopped and its key accepts no more
+                    # fragments; only tools the configuration names may skip the stream end.
+                    self._latch(call, out)
         elif isinstance(op, StreamEnd):
             self._finish_complete(op.detail, out)
         elif isinstance(op, StreamTruncated):
@@ -227,8 +263,7 @@ class Assembler:
             limit = self.config.max_tool_calls_in_flight_assemble
             self._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)
         elif call.bytes > self.config.max_tool_argument_bytes:
-            limit = self.config.max_tool_argument_bytes
-            self._fail(call, Reason.ARGUMENTS_EXCEED_MAX_BYTES.with_detail(f"more than {limit} bytes"), out)
+            self._overflow(call, out)
 
     def _identity(self, op: CallIdentity, out: list[AssemblyEvent]) -> None:
         call = self._calls.get(op.key)
@@ -267,8 +302,7 @@ class Assembler:
         state = call.machine.state
         if state is CallState.OPEN and call.parts is not None:
             if call.bytes > self.config.max_tool_argument_bytes:
-                limit = self.config.max_tool_argument_bytes
-                self._fail(call, Reason.ARGUMENTS_EXCEED_MAX_BYTES.with_detail(f"more than {limit} bytes"), out)
+                self._overflow(call, out)
             else:
                 call.parts.append(op.text)
                 self._emit(out, "fragment", call)
@@ -280,6 +314,7 @@ class Assembler:
             self._emit(out, "fragment", call)
 
     def _finish_complete(self, detail: str | None, out: list[AssemblyEvent]) -> None:
+        self._ended_at = self._clock()
         for call in self._ordered():
             if call.machine.state is CallState.OPEN:
                 self._move(call, CallInput.ARGS_COMPLETE, out)
@@ -303,11 +338,23 @@ class Assembler:
             must_be_object=self.config.arguments_must_be_object,
             reveal=self.reveal,
         )
+        if self.metrics is not None:
+            self.metrics.call_finalized(self.dialect, call.name, call.bytes)
         if verdict.reason is not None:
+            if verdict.reason.startswith(Reason.INVALID_JSON.value):
+                if self.metrics is not None:
+                    self.metrics.call_invalid_json(self.dialect, call.name)
+                call.repaired = self.config.on_invalid_json == "drop_with_protocol_repair"
             self._fail(call, verdict.reason, out)
+            return
+        if call.executor == "client" and not self.budget.take():
+            limit = self.budget.limit
+            self._fail(call, Reason.BUDGET_EXCEEDED.with_detail(f"more than {limit} committed calls in this run"), out)
             return
         call.arguments = verdict.arguments
         self._move(call, CallInput.COMMIT, out)
+        if self.metrics is not None and self._ended_at is not None:
+            self.metrics.call_committed(self.dialect, call.name, self._clock() - self._ended_at)
 
     def _finish_failed(self, end: StreamEndKind, reason: Reason, detail: str | None, out: list[AssemblyEvent]) -> None:
         for call in self._ordered():
@@ -324,6 +371,13 @@ class Assembler:
         self._set_end("cancelled", detail, out)
 
     # ------------------------------------------------------------------ helpers
+
+    def _overflow(self, call: _Call, out: list[AssemblyEvent]) -> None:
+        if self.metrics is not None:
+            self.metrics.call_overflow(self.dialect, call.name)
+        call.repaired = self.config.on_args_overflow == "drop_with_protocol_repair"
+        limit = self.config.max_tool_argument_bytes
+        self._fail(call, Reason.ARGUMENTS_EXCEED_MAX_BYTES.with_detail(f"more than {limit} bytes"), out)
 
     def _fail(self, call: _Call, reason: str, out: list[AssemblyEvent]) -> None:
         call.reason = reason
@@ -345,6 +399,9 @@ class Assembler:
             self._emit(out, "quirk", detail=name)
 
     def _ordered(self) -> list[_Call]:
+        """Calls in ``finalize_order``: provider index (key order) or arrival."""
+        if self.config.finalize_order == "arrival":
+            return list(self._calls.values())
         return [self._calls[k] for k in sorted(self._calls)]
 
     def _now(self) -> float:

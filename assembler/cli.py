@@ -1,6 +1,6 @@
 """The ``toollatch`` command: ``assemble`` a capture, or ``serve`` the dashboard.
 
-``toollatch assemble PATH [--dialect NAME] [--tools FILE] [--config FILE] [--json] [--reveal]``
+``toollatch assemble PATH [--dialect NAME] [--tools FILE] [--config FILE] [--json] [--reveal] [--history]``
 exits 0 when the input was read (whatever the verdicts) and 2 with a one-line error on
 stderr when it cannot be read or its dialect is not recognised.
 """
@@ -17,6 +17,7 @@ from typing import Any
 from .capture import CaptureError, iter_file
 from .config import AssembleConfig, ConfigError
 from .dialects import ADAPTERS
+from .history import build_history
 from .model import StreamResult
 from .pipeline import Pipeline
 from .registry import RegistryError, ToolRegistry
@@ -44,8 +45,12 @@ def run_assemble(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     results = pipeline.results()
     if args.json:
-        doc: dict[str, Any] = {"source": str(path), "streams": [r.to_json() for r in results]}
+        streams = [{**r.to_json(), "history": build_history(r)} for r in results]
+        doc: dict[str, Any] = {"source": str(path), "streams": streams}
         _write(json.dumps(doc, ensure_ascii=False, indent=1, allow_nan=False) + "\n")
+    elif args.history:
+        histories = [build_history(r) for r in results]
+        _write(json.dumps(histories if len(histories) != 1 else histories[0], ensure_ascii=False, indent=1) + "\n")
     else:
         _write(format_table(results))
     return 0
@@ -110,6 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
     asm.add_argument("--config", help="YAML file with an agent_stream_assemble section")
     asm.add_argument("--json", action="store_true", help="print one JSON document")
     asm.add_argument("--reveal", action="store_true", help="allow reasons to quote argument text")
+    asm.add_argument(
+        "--history",
+        action="store_true",
+        help="print the finalized assistant message and error results in the dialect's shape",
+    )
     asm.set_defaults(func=run_assemble)
 
     srv = sub.add_parser("serve", help="run the dashboard")

@@ -1,26 +1,56 @@
-"""Assembly settings (DESIGN.md, section ``agent_stream_assemble``)."""
+"""Assembly settings (DESIGN.md, section ``agent_stream_assemble``), read from YAML.
+
+Every key is typed and range-checked; an unknown key is refused by name, with the nearest
+valid key suggested, so a typo never silently falls back to a default.
+"""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+SECTION = "agent_stream_assemble"
+
+#: Keys whose value is one of a fixed set of words.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "on_invalid_json": ("error_result", "drop_with_protocol_repair"),
+    "on_args_overflow": ("error_result", "drop_with_protocol_repair"),
+    "finalize_order": ("provider_index", "arrival"),
+}
+
 
 class ConfigError(ValueError):
-    """A configuration file or value is unusable; the message names the key."""
+    """A configuration file or value is unusable; the message names the file and the key."""
 
 
 @dataclass(frozen=True, slots=True)
 class AssembleConfig:
     """Limits and policies of the completion latch.
 
-    ``max_tool_argument_bytes`` counts UTF-8 bytes per call; ``assemble_idle_timeout_s``
-    is in seconds.
+    - ``max_tool_argument_bytes``: UTF-8 bytes per call; beyond, the call FAILS
+      ``arguments_exceed_max_bytes`` and its buffer is released.
+    - ``max_tool_calls_in_flight_assemble``: calls assembling at once in one stream; beyond,
+      a FAILED ``too_many_tool_calls`` placeholder.
+    - ``max_tool_calls_per_run``: committed calls across the turns (streams) of one
+      session; beyond, FAILED ``budget_exceeded``; ``None`` is unlimited.
+    - ``assemble_idle_timeout_s``: seconds without a fragment before ``idle_timeout``.
+    - ``execute_before_stream_end`` with ``allow_pipelined_execute``: those tools commit at
+      their own block end instead of the stream end.
+    - ``ui_forward_partial_args``: forward progress (name, bytes) to the UI before commit;
+      never argument text.
+    - ``arguments_must_be_object``: the arguments must be a JSON object.
+    - ``on_invalid_json`` / ``on_args_overflow``: ``error_result`` (the call keeps exactly one
+      error result) or ``drop_with_protocol_repair`` (the call is removed from the
+      finalized assistant message and owes no result).
+    - ``finalize_order``: ``provider_index`` or ``arrival`` order of calls and results.
+    - ``metrics_tool_name_label``: add a ``tool_name`` label to metrics (higher cardinality).
     """
 
     max_tool_argument_bytes: int = 262_144
     max_tool_calls_in_flight_assemble: int = 32
+    max_tool_calls_per_run: int | None = None
     assemble_idle_timeout_s: float = 60.0
     execute_before_stream_end: bool = False
     allow_pipelined_execute: tuple[str, ...] = field(default_factory=tuple)
@@ -29,41 +59,86 @@ class AssembleConfig:
     on_invalid_json: str = "error_result"
     on_args_overflow: str = "error_result"
     finalize_order: str = "provider_index"
+    metrics_tool_name_label: bool = False
+
+    def pipelined(self, name: str | None) -> bool:
+        """True if ``name`` may commit at its own block end."""
+        return self.execute_before_stream_end and name is not None and name in self.allow_pipelined_execute
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
 
     @classmethod
-    def from_mapping(cls, raw: dict[str, Any]) -> "AssembleConfig":
-        """Build from the ``agent_stream_assemble`` mapping; unknown keys raise ConfigError."""
-        known = {f.name: f for f in fields(cls)}
+    def from_mapping(cls, raw: dict[str, Any], *, source: str = SECTION) -> "AssembleConfig":
+        """Build from the ``agent_stream_assemble`` mapping; raise :class:`ConfigError` naming the key."""
+        known = {f.name for f in fields(cls)}
         values: dict[str, Any] = {}
         for key, value in raw.items():
             if key not in known:
-                raise ConfigError(f"unknown key {key!r} in agent_stream_assemble")
-            default = getattr(cls(), key)
-            if isinstance(default, bool):
-                ok = isinstance(value, bool)
-            elif isinstance(default, int):
-                ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
-            elif isinstance(default, float):
-                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-            elif isinstance(default, tuple):
-                ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
-                value = tuple(value) if ok else value
-            else:
-                ok = isinstance(value, str)
-            if not ok:
-                raise ConfigError(f"agent_stream_assemble.{key}: {value!r} is not a valid {type(default).__name__}")
-            values[key] = float(value) if isinstance(default, float) else value
+                near = difflib.get_close_matches(str(key), sorted(known), n=1)
+                hint = f"; did you mean {near[0]!r}?" if near else ""
+                raise ConfigError(f"{source}: unknown key {key!r}{hint}")
+            values[key] = _check(key, value, getattr(cls(), key), source)
         return cls(**values)
 
     @classmethod
     def load(cls, path: Path) -> "AssembleConfig":
-        """Read a YAML file (``safe_load``) with an ``agent_stream_assemble`` section."""
+        """Read a YAML file (``yaml.safe_load``) with an ``agent_stream_assemble`` section."""
         import yaml
 
         try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: cannot read configuration: {exc}") from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("agent_stream_assemble", {}), dict):
-            raise ConfigError(f"{path}: expected a mapping with section agent_stream_assemble")
-        return cls.from_mapping(doc.get("agent_stream_assemble") or {})
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not UTF-8 text") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            raise ConfigError(f"{path}: not valid YAML{where}") from None
+        if doc is None:
+            return cls()
+        if not isinstance(doc, dict):
+            raise ConfigError(f"{path}: expected a mapping with a section {SECTION!r}")
+        unknown = [k for k in doc if k != SECTION]
+        if unknown:
+            near = difflib.get_close_matches(str(unknown[0]), [SECTION], n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise ConfigError(f"{path}: unknown section {unknown[0]!r}{hint}")
+        section = doc.get(SECTION) or {}
+        if not isinstance(section, dict):
+            raise ConfigError(f"{path}: {SECTION} must be a mapping")
+        return cls.from_mapping(section, source=f"{path}: {SECTION}")
+
+
+def _check(key: str, value: Any, default: Any, source: str) -> Any:
+    def bad(expected: str) -> ConfigError:
+        return ConfigError(f"{source}.{key}: {value!r} is not {expected}")
+
+    if key in CHOICES:
+        if value not in CHOICES[key]:
+            raise bad("one of " + ", ".join(CHOICES[key]))
+        return value
+    if key == "max_tool_calls_per_run":
+        if value is None:
+            return None
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise bad("a whole number >= 0 (or null for no limit)")
+        return value
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        return value
+    if isinstance(default, int):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise bad("a whole number >= 1")
+        return value
+    if isinstance(default, float):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+            raise bad("a number of seconds > 0")
+        return float(value)
+    if isinstance(default, tuple):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise bad("a list of tool names")
+        return tuple(value)
+    raise bad("valid")  # pragma: no cover - every field is handled above

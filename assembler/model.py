@@ -52,6 +52,7 @@ class Reason(str, enum.Enum):
     STREAM_ERROR = "stream_error"
     IDLE_TIMEOUT = "idle_timeout"
     CANCELLED = "cancelled"
+    BUDGET_EXCEEDED = "budget_exceeded"
 
     def with_detail(self, detail: str | None) -> str:
         return f"{self.value}: {detail}" if detail else self.value
@@ -217,6 +218,9 @@ class CallOutcome:
     executor: Executor
     arguments: Any = None
     transitions: list[Transition] = field(default_factory=list)
+    #: True when ``drop_with_protocol_repair`` removed this failed call from the finalized
+    #: assistant message: it owes no result.
+    repaired: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -250,4 +254,9 @@ class StreamResult:
             "calls": [c.to_json() for c in self.calls],
             "results": [r.to_json() for r in self.results],
             "quirks": [{"quirk": k, "count": v} for k, v in self.quirks.items()],
+            "repairs": [
+                {"call_id": c.call_id, "name": c.name, "reason": c.reason, "repair": "dropped_from_history"}
+                for c in self.calls
+                if c.repaired
+            ],
         }

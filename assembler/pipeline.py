@@ -10,10 +10,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from .assembler import Assembler, Clock
+from .assembler import Assembler, Clock, RunBudget
 from .capture import CaptureError, ProviderEvent
 from .config import AssembleConfig
 from .dialects import ADAPTERS, DialectAdapter, detect, make_adapter
+from .metrics import Metrics
 from .model import CallKey, Cancel, CommittedCall, Op, Quirk, StreamError, StreamResult, StreamStart, StreamTruncated
 from .redact import AssemblyEvent
 from .registry import ToolRegistry
@@ -38,9 +39,15 @@ class Pipeline:
         clock: Clock = time.monotonic,
         reveal: bool = False,
         name: str = "<input>",
+        metrics: Metrics | None = None,
+        budget: RunBudget | None = None,
     ) -> None:
         self.config = config or AssembleConfig()
         self.registry = registry
+        self.metrics = metrics
+        #: ``max_tool_calls_per_run`` counts across every stream (turn) of this input;
+        #: pass one budget to several pipelines to count across a longer session.
+        self.budget = budget or RunBudget(self.config.max_tool_calls_per_run)
         self.reveal = reveal
         self.name = name
         self._clock = clock
@@ -172,6 +179,8 @@ class Pipeline:
                 clock=self._clock,
                 stream_index=len(self._streams),
                 reveal=self.reveal,
+                budget=self.budget,
+                metrics=self.metrics,
             )
         )
 
