@@ -1,0 +1,80 @@
+"""The finalized turn in each dialect's shape, and the protocol check over every capture and case."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assembler import AssembleConfig, CommittedCall
+from assembler.history import build_history, check_protocol
+from assembler.model import CallState, StreamResult, ToolResult
+
+from .conftest import CAPTURES, CASES, expected_files
+from .test_captures import assemble
+from .test_fixture_classes import assemble_bytes, wire
+
+ALL_FILES = expected_files(CAPTURES) + expected_files(CASES)
+
+
+def run_committed(result: StreamResult) -> dict[str, ToolResult]:
+    """What an executor would return for every committed client call."""
+    return {
+        c.call_id: ToolResult(c.call_id, False, "ok")
+        for c in result.calls
+        if c.state is CallState.COMMITTED and c.executor == "client" and c.call_id
+    }
+
+
+@pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_history_of_every_capture_and_case_is_protocol_valid(path: Path) -> None:
+    for result in assemble(path):
+        history = build_history(result, run_committed(result))
+        assert check_protocol(history) == []
+        client_calls = [c for c in result.calls if c.executor == "client"]
+        assert bool(history) == bool(client_calls)
+        assert json.loads(json.dumps(history)) == history  # plain JSON, no objects
+
+
+@pytest.mark.parametrize("dialect", ["openai-chat", "anthropic"])
+def test_history_shape(dialect: str) -> None:
+    (result,) = assemble_bytes(wire(dialect, [("c1", "f", ['{"a":1}']), ("c2", "g", ['{"sk-secret"'])]))
+    history = build_history(result, run_committed(result))
+    if dialect == "openai-chat":
+        assistant, *tools = history
+        assert assistant["role"] == "assistant"
+        assert [tc["function"]["arguments"] for tc in assistant["tool_calls"]] == ['{"a":1}', "{}"]
+        assert [(t["role"], t["tool_call_id"]) for t in tools] == [("tool", "c1"), ("tool", "c2")]
+        assert tools[1]["content"].startswith("invalid_json")
+    else:
+        assistant, user = history
+        assert [b["type"] for b in assistant["content"]] == ["tool_use", "tool_use"]
+        assert [b["input"] for b in assistant["content"]] == [{"a": 1}, {}]
+        assert [(b["tool_use_id"], b["is_error"]) for b in user["content"]] == [("c1", False), ("c2", True)]
+    assert "sk-secret" not in json.dumps(history)
+
+
+def test_repaired_calls_leave_the_history_and_owe_nothing() -> None:
+    data = wire("openai-chat", [("c1", "f", ['{"a":1}']), ("c2", "g", ["{"])])
+    (result,) = assemble_bytes(data, config=AssembleConfig(on_invalid_json="drop_with_protocol_repair"))
+    history = build_history(result, run_committed(result))
+    assert [tc["id"] for tc in history[0]["tool_calls"]] == ["c1"]
+    assert check_protocol(history) == []
+
+
+def test_protocol_check_finds_missing_duplicate_and_orphan_results() -> None:
+    assistant = {"role": "assistant", "tool_calls": [{"id": "a"}, {"id": "b"}]}
+    assert check_protocol([assistant, {"role": "tool", "tool_call_id": "a"}]) == ["call 'b' has 0 results"]
+    doubled = [assistant, *({"role": "tool", "tool_call_id": x} for x in ("a", "a", "b"))]
+    assert check_protocol(doubled) == ["call 'a' has 2 results"]
+    orphan = [assistant, *({"role": "tool", "tool_call_id": x} for x in ("a", "b", "zz"))]
+    assert check_protocol(orphan) == ["result for unknown call 'zz'"]
+
+
+def test_committed_call_type_is_what_history_is_built_from() -> None:
+    (result,) = assemble_bytes(wire("anthropic", [("t1", "f", ['{"q":"x"}'])]))
+    assert result.calls[0].state is CallState.COMMITTED
+    call = CommittedCall(result.calls[0].key, "t1", "f", {"q": "x"})
+    history = build_history(result, {"t1": ToolResult(call.call_id, False, "done")})
+    assert history[1]["content"][0]["content"] == "done"

@@ -1,0 +1,170 @@
+"""Each latch setting changes behaviour, both values of each choice (driven through wire bytes)."""
+
+from __future__ import annotations
+
+import pytest
+
+from assembler import AssembleConfig, CallState, Pipeline, iter_capture
+from assembler.assembler import RunBudget
+from assembler.metrics import Metrics
+from assembler.model import StreamResult
+
+from .test_fixture_classes import (
+    anthropic_end,
+    anthropic_message_start,
+    anthropic_sse,
+    anthropic_tool_block,
+    assemble_bytes,
+    wire,
+)
+
+DIALECTS = ["openai-chat", "anthropic"]
+
+
+def states(result: StreamResult) -> list[str]:
+    return [c.state.value for c in result.calls]
+
+
+# ------------------------------------------------------------------ budget
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_budget_counts_committed_calls_across_the_streams_of_a_run(dialect: str) -> None:
+    turn = wire(dialect, [("c1", "f", ['{"a":1}']), ("c2", "g", ["{}"])])
+    config = AssembleConfig(max_tool_calls_per_run=3)
+    budget = RunBudget(config.max_tool_calls_per_run)
+    turns = []
+    for _ in range(2):  # two turns of one run share the budget
+        turns.append(assemble_bytes(turn, config=config, budget=budget)[0])
+    assert budget.committed == 3
+    assert states(turns[0]) == ["committed", "committed"]
+    assert states(turns[1]) == ["committed", "failed"]
+    assert (turns[1].calls[1].reason or "").startswith("budget_exceeded")
+    assert [r.tool_call_id for r in turns[1].results] == ["c2"]
+
+
+def test_budget_spans_several_streams_in_one_input() -> None:
+    one = anthropic_sse([anthropic_message_start("m1"), *anthropic_tool_block(0, "t1", "f", ["{}"]), *anthropic_end()])
+    two = anthropic_sse([anthropic_message_start("m2"), *anthropic_tool_block(0, "t2", "f", ["{}"]), *anthropic_end()])
+    results = assemble_bytes(one + two, config=AssembleConfig(max_tool_calls_per_run=1))
+    assert [states(r) for r in results] == [["committed"], ["failed"]]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_no_budget_by_default(dialect: str) -> None:
+    (result,) = assemble_bytes(wire(dialect, [(f"c{i}", "f", ["{}"]) for i in range(10)]))
+    assert states(result) == ["committed"] * 10
+
+
+# ------------------------------------------------------------------ pipelined commit
+
+
+def _anthropic_two_blocks_then_truncated() -> bytes:
+    events = [anthropic_message_start()]
+    events += anthropic_tool_block(0, "toolu_fast", "get_weather", ['{"city":', '"Oslo"}'])
+    events += anthropic_tool_block(1, "toolu_slow", "write_file", ['{"path":"a"}'])
+    return anthropic_sse(events)  # no message_delta / message_stop: truncated
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_pipelined_commit_only_for_allow_listed_tools_at_their_block_end(enabled: bool) -> None:
+    config = AssembleConfig(execute_before_stream_end=enabled, allow_pipelined_execute=("get_weather",))
+    pipeline = Pipeline(config=config)
+    committed_before_end = []
+    for event in iter_capture([_anthropic_two_blocks_then_truncated()]):
+        for ev in pipeline.feed(event):
+            if ev.kind == "state" and ev.call and ev.call.state is CallState.COMMITTED:
+                committed_before_end.append(ev.call.name)
+    pipeline.close()
+    (result,) = pipeline.results()
+    assert result.end == "truncated"
+    if enabled:
+        assert committed_before_end == ["get_weather"]
+        assert states(result) == ["committed", "failed"]
+        assert result.calls[0].arguments == {"city": "Oslo"}
+    else:
+        assert committed_before_end == []
+        assert states(result) == ["failed", "failed"]
+    assert (result.calls[1].reason or "").startswith("stream_truncated")
+
+
+def test_allow_list_without_the_switch_commits_nothing_early() -> None:
+    config = AssembleConfig(execute_before_stream_end=False, allow_pipelined_execute=("get_weather", "write_file"))
+    (result,) = assemble_bytes(_anthropic_two_blocks_then_truncated(), config=config)
+    assert states(result) == ["failed", "failed"]
+
+
+# ------------------------------------------------------------------ protocol repair
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("policy", ["error_result", "drop_with_protocol_repair"])
+def test_on_invalid_json(dialect: str, policy: str) -> None:
+    data = wire(dialect, [("c1", "f", ['{"a":1}']), ("c2", "g", ['{"a":'])])
+    (result,) = assemble_bytes(data, config=AssembleConfig(on_invalid_json=policy))
+    assert states(result) == ["committed", "failed"]
+    doc = result.to_json()
+    if policy == "error_result":
+        assert [r.tool_call_id for r in result.results] == ["c2"]
+        assert doc["repairs"] == []
+    else:
+        assert result.results == []
+        assert [r["call_id"] for r in doc["repairs"]] == ["c2"]
+        assert doc["repairs"][0]["repair"] == "dropped_from_history"
+
+
+@pytest.mark.parametrize("policy", ["error_result", "drop_with_protocol_repair"])
+def test_on_args_overflow(policy: str) -> None:
+    data = wire("openai-chat", [("c1", "f", ['{"a":"' + "x" * 50 + '"}']), ("c2", "g", ["{}"])])
+    config = AssembleConfig(max_tool_argument_bytes=20, on_args_overflow=policy)
+    (result,) = assemble_bytes(data, config=config)
+    assert states(result) == ["failed", "committed"]
+    assert (result.calls[0].reason or "").startswith("arguments_exceed_max_bytes")
+    assert [r.tool_call_id for r in result.results] == (["c1"] if policy == "error_result" else [])
+
+
+def test_overflow_policy_does_not_apply_to_invalid_json() -> None:
+    data = wire("openai-chat", [("c1", "f", ["{"])])
+    (result,) = assemble_bytes(data, config=AssembleConfig(on_args_overflow="drop_with_protocol_repair"))
+    assert [r.tool_call_id for r in result.results] == ["c1"]
+
+
+# ------------------------------------------------------------------ order and object rule
+
+
+@pytest.mark.parametrize(("order", "expected"), [("provider_index", ["first", "second"]), ("arrival", ["second", "first"])])
+def test_finalize_order(order: str, expected: list[str]) -> None:
+    events = [anthropic_message_start()]
+    events += anthropic_tool_block(3, "toolu_b", "second", ["{}"])  # arrives first, higher index
+    events += anthropic_tool_block(1, "toolu_a", "first", ["{}"])
+    events += anthropic_end()
+    (result,) = assemble_bytes(anthropic_sse(events), config=AssembleConfig(finalize_order=order))
+    assert [c.name for c in result.calls] == expected
+
+
+@pytest.mark.parametrize("must", [True, False])
+def test_arguments_must_be_object(must: bool) -> None:
+    (result,) = assemble_bytes(wire("openai-chat", [("c1", "f", ["[1,", "2]"])]), config=AssembleConfig(arguments_must_be_object=must))
+    if must:
+        assert states(result) == ["failed"] and (result.calls[0].reason or "").startswith("arguments_not_object")
+    else:
+        assert states(result) == ["committed"] and result.calls[0].arguments == [1, 2]
+
+
+# ------------------------------------------------------------------ metrics
+
+
+@pytest.mark.parametrize("tool_label", [False, True])
+def test_metrics_are_counted_with_low_cardinality_labels(tool_label: bool) -> None:
+    metrics = Metrics(tool_name_label=tool_label)
+    data = wire("openai-chat", [("c1", "ok_tool", ['{"a":1}']), ("c2", "bad_tool", ['{"sk-secret":']), ("c3", "big", ["x" * 40])])
+    assemble_bytes(data, config=AssembleConfig(max_tool_argument_bytes=30), metrics=metrics)
+    text = metrics.exposition().decode()
+    label = '{provider="openai-chat",tool_name="bad_tool"}' if tool_label else '{provider="openai-chat"}'
+    assert f"tool_assemble_invalid_json_total{label} 1.0" in text
+    big = '{provider="openai-chat",tool_name="big"}' if tool_label else '{provider="openai-chat"}'
+    assert f"tool_assemble_overflow_total{big} 1.0" in text
+    assert "tool_assemble_args_bytes_count" in text and "tool_assemble_to_commit_seconds_count" in text
+    assert "tool_execute_rejected_not_committed_total 0.0" in text
+    assert ("tool_name=" in text) is tool_label
+    assert "sk-secret" not in text
