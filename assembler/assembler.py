@@ -83,7 +83,9 @@ class _Call:
     executor: Executor
     whole_arguments: str | None
     machine: CallStateMachine = field(default_factory=CallStateMachine)
-    parts: list[str] | None = field(default_factory=list)  # None once released
+    # Append-only UTF-8 buffer: amortized O(1) per fragment, decoded once at the latch,
+    # about one byte of memory per argument byte. None once released.
+    buffer: bytearray | None = field(default_factory=bytearray)
     bytes: int = 0
     fragments: int = 0
     reason: str | None = None
@@ -125,6 +127,7 @@ class Assembler:
         reveal: bool = False,
         budget: RunBudget | None = None,
         metrics: Metrics | None = None,
+        progress_events: bool = True,
     ) -> None:
         self.dialect = dialect
         self.config = config or AssembleConfig()
@@ -133,6 +136,9 @@ class Assembler:
         self.reveal = reveal
         self.budget = budget or RunBudget(self.config.max_tool_calls_per_run)
         self.metrics = metrics
+        #: Emit a ``fragment`` event per appended fragment (the dashboard's byte bars);
+        #: batch users such as ``toollatch assemble`` turn it off.
+        self.progress_events = progress_events
         self._ended_at: float | None = None  # clock time of the normal end, for to_commit_seconds
         self._clock = clock
         self._t0 = clock()
@@ -210,6 +216,9 @@ class Assembler:
     def apply(self, op: Op) -> list[AssemblyEvent]:
         """Apply one op; return the events it caused (possibly none)."""
         out: list[AssemblyEvent] = []
+        if type(op) is ArgsFragment and self.began and self._end is None:  # the hot path
+            self._fragment(op, out)
+            return out
         if isinstance(op, Quirk):
             self._quirk(op.name, out)
             return out
@@ -294,24 +303,27 @@ class Assembler:
             self._quirk("fragment_before_call_start", out)
             self._start(CallStart(op.key), out)
             call = self._calls[op.key]
-        call.last_activity = self._now()
+        call.last_activity = self._clock() - self._t0
         if call.fragments == 0 and call.whole_arguments:
             call.bytes = 0  # streamed text replaces input that came whole with the start
-        call.bytes += len(op.text.encode("utf-8", "surrogatepass"))
+        data = op.text.encode("utf-8", "surrogatepass")
+        call.bytes += len(data)
         call.fragments += 1
         state = call.machine.state
-        if state is CallState.OPEN and call.parts is not None:
+        if state is CallState.OPEN and call.buffer is not None:
             if call.bytes > self.config.max_tool_argument_bytes:
                 self._overflow(call, out)
             else:
-                call.parts.append(op.text)
-                self._emit(out, "fragment", call)
+                call.buffer += data
+                if self.progress_events:
+                    self._emit(out, "fragment", call)
         elif state is CallState.ARGS_COMPLETE:
             # The provider said the block was over; more text means we cannot trust either part.
             self._fail(call, Reason.STREAM_ERROR.with_detail("argument fragment after the block stopped"), out)
         else:
             self._quirk("fragment_after_call_ended", out)
-            self._emit(out, "fragment", call)
+            if self.progress_events:
+                self._emit(out, "fragment", call)
 
     def _finish_complete(self, detail: str | None, out: list[AssemblyEvent]) -> None:
         self._ended_at = self._clock()
@@ -327,9 +339,12 @@ class Assembler:
             missing = " and ".join(n for n, v in (("call_id", call.call_id), ("name", call.name)) if not v)
             self._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(f"no {missing}"), out)
             return
-        assert call.parts is not None
-        text = "".join(call.parts) if call.fragments else (call.whole_arguments or "")
-        call.parts = None
+        assert call.buffer is not None
+        if call.fragments:
+            text = call.buffer.decode("utf-8", "surrogatepass")  # the one join
+        else:
+            text = call.whole_arguments or ""
+        call.buffer = None
         registry = self.registry if call.executor == "client" else None
         verdict = check_arguments(
             text,
@@ -366,7 +381,7 @@ class Assembler:
         for call in self._ordered():
             if not call.machine.state.terminal:
                 call.reason = Reason.CANCELLED.with_detail(detail)
-                call.parts = None
+                call.buffer = None
                 self._move(call, CallInput.CANCEL, out)
         self._set_end("cancelled", detail, out)
 
@@ -381,7 +396,7 @@ class Assembler:
 
     def _fail(self, call: _Call, reason: str, out: list[AssemblyEvent]) -> None:
         call.reason = reason
-        call.parts = None  # release the buffer
+        call.buffer = None  # release the buffer
         self._move(call, CallInput.FAIL, out)
 
     def _move(self, call: _Call, event: CallInput, out: list[AssemblyEvent]) -> None:

@@ -37,7 +37,9 @@ def run_assemble(args: argparse.Namespace) -> int:
         config = _load_config(args.config)
         registry = ToolRegistry.load(Path(args.tools)) if args.tools else None
         path = Path(args.path)
-        pipeline = Pipeline(args.dialect, config=config, registry=registry, reveal=args.reveal, name=str(path))
+        pipeline = Pipeline(
+            args.dialect, config=config, registry=registry, reveal=args.reveal, name=str(path), progress_events=False
+        )
         for event in iter_file(path):
             pipeline.feed(event)
         pipeline.close()

@@ -59,7 +59,9 @@ class Reason(str, enum.Enum):
 
 
 # --------------------------------------------------------------------------- ops
-# Ops are what dialect adapters produce. They know nothing of states.
+# Ops are what dialect adapters produce. They know nothing of states. Ops are never
+# mutated after construction; the ones made per fragment are not ``frozen`` only because
+# a frozen dataclass costs twice as much to build on the hot path.
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,7 @@ class StreamStart:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CallStart:
     """A tool call appears at ``key``.
 
@@ -88,7 +90,7 @@ class CallStart:
     whole_arguments: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CallIdentity:
     """``call_id`` and/or ``name`` seen after the start: *set*, never appended."""
 
@@ -97,7 +99,7 @@ class CallIdentity:
     name: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ArgsFragment:
     """One opaque fragment of argument text (never parsed on its own)."""
 
@@ -105,7 +107,7 @@ class ArgsFragment:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class BlockStop:
     """The provider closed the call's block (Anthropic ``content_block_stop``)."""
 
@@ -140,7 +142,7 @@ class Cancel:
     detail: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Quirk:
     """A provider or gateway deviation met in the stream (recorded, never fatal)."""
 

@@ -41,10 +41,12 @@ class Pipeline:
         name: str = "<input>",
         metrics: Metrics | None = None,
         budget: RunBudget | None = None,
+        progress_events: bool = True,
     ) -> None:
         self.config = config or AssembleConfig()
         self.registry = registry
         self.metrics = metrics
+        self.progress_events = progress_events
         #: ``max_tool_calls_per_run`` counts across every stream (turn) of this input;
         #: pass one budget to several pipelines to count across a longer session.
         self.budget = budget or RunBudget(self.config.max_tool_calls_per_run)
@@ -143,7 +145,7 @@ class Pipeline:
 
     def _feed_known(self, event: ProviderEvent) -> list[AssemblyEvent]:
         assert self._adapter is not None
-        framing: list[Op] = [Quirk(name) for name in event.framing]
+        framing: list[Op] = [Quirk(name) for name in event.framing] if event.framing else []
         if event.error is not None:
             return self._apply_all([*framing, StreamError(event.error)])
         try:
@@ -154,14 +156,15 @@ class Pipeline:
             # quote event content.
             where = f"{self.name}:{event.line} (byte {event.offset})"
             ops = [StreamError(f"{where}: cannot interpret {self._dialect} event ({type(exc).__name__})")]
-        return self._apply_all([*framing, *ops])
+        return self._apply_all(framing + ops if framing else ops)
 
     def _apply_all(self, ops: Iterable[Op]) -> list[AssemblyEvent]:
         out: list[AssemblyEvent] = []
         for op in ops:
-            if isinstance(op, StreamStart) and self._streams and self._streams[-1].began:
+            if type(op) is StreamStart and self._streams and self._streams[-1].began:
                 self._new_stream()
-            out.extend(self._current().apply(op))
+            current = self._streams[-1] if self._streams else self._current()
+            out += current.apply(op)
         return out
 
     def _current(self) -> Assembler:
@@ -181,6 +184,7 @@ class Pipeline:
                 reveal=self.reveal,
                 budget=self.budget,
                 metrics=self.metrics,
+                progress_events=self.progress_events,
             )
         )
 

@@ -157,7 +157,7 @@ def test_byte_limit_counts_utf8_bytes_while_appending() -> None:
     assert "12" in view.reason
     assert view.bytes == 14 and view.fragments == 3
     assert [e.kind for e in events] == ["state"]
-    assert asm._calls[(0,)].parts is None  # buffer released at once, not at stream end
+    assert asm._calls[(0,)].buffer is None  # buffer released at once, not at stream end
 
 
 def test_fragments_after_overflow_are_counted_but_ignored() -> None:

@@ -74,25 +74,20 @@ class OpenAIChatAdapter:
     def _choice(self, choice: dict[str, Any], ops: list[Op]) -> bool:
         """Apply one ``choices[]`` element; True if it carried a ``finish_reason``."""
         ci = choice.get("index", 0)
-        if not isinstance(ci, int):
+        if type(ci) is not int:
             ci = 0
         if "content_filter_results" in choice or "content_filter_offsets" in choice:
             ops.append(Quirk("content_filter_chunk"))
         delta = choice.get("delta")
-        if isinstance(delta, dict):
-            state = self._choices.setdefault(ci, _Choice())
-            if delta.get("role"):
-                if state.role_seen:
-                    ops.append(Quirk("role_repeated"))
-                state.role_seen = True
+        if delta.__class__ is dict:
+            state = self._choices.get(ci)
+            if state is None:
+                state = self._choices[ci] = _Choice()
             entries = delta.get("tool_calls")
-            if isinstance(entries, list):
-                indexes = [e.get("index") for e in entries if isinstance(e, dict) and isinstance(e.get("index"), int)]
-                if len(indexes) != len(set(indexes)):
-                    ops.append(Quirk("two_entries_for_one_index_in_chunk"))
-                for entry in entries:
-                    if isinstance(entry, dict):
-                        self._entry(ci, state, entry, ops)
+            if len(delta) == 1 and entries.__class__ is list and len(entries) == 1 and self._continuation(state, entries[0], ops):
+                pass  # the common chunk: one more fragment for a bound index
+            else:
+                self._delta(ci, state, delta, ops)
         reason = choice.get("finish_reason")
         if not reason:
             return False
@@ -103,6 +98,37 @@ class OpenAIChatAdapter:
             ops.append(Quirk("finish_reason_stop_on_tool_turn"))
         state.finished = True
         return True
+
+    def _continuation(self, state: _Choice, entry: Any, ops: list[Op]) -> bool:
+        """Fast path: ``{"index": i, "function": {"arguments": "..."}}`` at a bound index."""
+        if entry.__class__ is not dict or "id" in entry:
+            return False
+        index = entry.get("index")
+        fn = entry.get("function")
+        if type(index) is not int or fn.__class__ is not dict or len(fn) != 1:
+            return False
+        key = state.bound.get(index)
+        args = fn.get("arguments")
+        if key is None or args.__class__ is not str:
+            return False
+        if args:
+            state.fragments[key] = state.fragments.get(key, 0) + 1
+            ops.append(ArgsFragment(key, args))
+        return True
+
+    def _delta(self, ci: int, state: _Choice, delta: dict[str, Any], ops: list[Op]) -> None:
+        if delta.get("role"):
+            if state.role_seen:
+                ops.append(Quirk("role_repeated"))
+            state.role_seen = True
+        entries = delta.get("tool_calls")
+        if isinstance(entries, list):
+            indexes = [e.get("index") for e in entries if isinstance(e, dict) and isinstance(e.get("index"), int)]
+            if len(indexes) != len(set(indexes)):
+                ops.append(Quirk("two_entries_for_one_index_in_chunk"))
+            for entry in entries:
+                if isinstance(entry, dict):
+                    self._entry(ci, state, entry, ops)
 
     def _end(self, detail: str) -> list[Op]:
         self._ended = True

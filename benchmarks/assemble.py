@@ -1,0 +1,300 @@
+"""Assembly speed and memory: toollatch against a floor and public stream accumulators.
+
+Run: ``.venv/bin/python benchmarks/assemble.py [--quick]`` (needs the ``[bench]`` extra).
+
+Every implementation gets the same input in the same run: the SSE bytes already in
+memory. Implementations:
+
+* ``floor`` - decode SSE (the project's WHATWG decoder, the only correct one here: CR
+  and CRLF line ends, multi-line ``data``, split reads), ``json.loads`` each event, append
+  argument fragments to per-call lists, join once. No state machine, no checks.
+* ``naive-split`` - for reference only: ``bytes.split(b"\n")`` and ``data:`` prefixes, which
+  mis-reads CR line ends and multi-line data; no target is set against it.
+* ``toollatch`` - :class:`assembler.Pipeline` end to end, verdicts included.
+* ``openai-python`` - ``ChatCompletionStreamState.handle_chunk`` (OpenAI workloads).
+* ``langchain-core`` - ``AIMessageChunk`` ``+`` merging of ``tool_call_chunks`` (OpenAI workloads).
+* ``anthropic-sdk`` - ``accumulate_event`` as ``MessageStream`` uses it (Anthropic workloads).
+
+Each line: ``workload=<name> impl=<name> seconds=<float> ratio_to_floor=<float>`` where
+``seconds`` is the best of several repeats of the whole workload. Then the linear-growth
+and memory checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from assembler import Pipeline, iter_capture  # noqa: E402
+from assembler.sse import SSEDecoder  # noqa: E402
+
+Impl = Callable[[bytes], Any]
+SHARED = ROOT.parent / "shared"
+
+
+# ------------------------------------------------------------------ workloads
+
+
+def _sse(payloads: list[Any], *, anthropic: bool) -> bytes:
+    out = []
+    for p in payloads:
+        if anthropic:
+            out.append(f"event: {p['type']}\ndata: {json.dumps(p, separators=(',', ':'))}\n\n")
+        else:
+            out.append(f"data: {p if isinstance(p, str) else json.dumps(p, separators=(',', ':'))}\n\n")
+    return "".join(out).encode()
+
+
+def synthetic_args(size: int, seed: int) -> str:
+    """A JSON object of about ``size`` bytes: one long string value plus a few fields."""
+    body = "".join(chr(97 + (i * 7 + seed) % 26) for i in range(max(size - 40, 1)))
+    return json.dumps({"path": f"/tmp/f{seed}.txt", "mode": "w", "body": body}, separators=(",", ":"))
+
+
+def split(text: str, n: int) -> list[str]:
+    return [text[i : i + n] for i in range(0, len(text), n)]
+
+
+def openai_stream(calls: int, size: int, frag: int = 4) -> bytes:
+    base = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    chunks: list[Any] = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]}]
+    for c in range(calls):
+        start = {"index": c, "id": f"call_{c}", "type": "function", "function": {"name": "write_file", "arguments": ""}}
+        chunks.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [start]}, "finish_reason": None}]})
+        for piece in split(synthetic_args(size, c), frag):
+            entry = {"index": c, "function": {"arguments": piece}}
+            chunks.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [entry]}, "finish_reason": None}]})
+    chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    chunks.append("[DONE]")
+    return _sse(chunks, anthropic=False)
+
+
+def anthropic_stream(calls: int, size: int, frag: int = 4) -> bytes:
+    message = {"id": "msg_bench", "type": "message", "role": "assistant", "model": "m", "content": [], "stop_reason": None,
+               "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+    events: list[Any] = [{"type": "message_start", "message": message}]
+    for c in range(calls):
+        block = {"type": "tool_use", "id": f"toolu_{c}", "name": "write_file", "input": {}}
+        events.append({"type": "content_block_start", "index": c, "content_block": block})
+        for piece in split(synthetic_args(size, c), frag):
+            events.append({"type": "content_block_delta", "index": c, "delta": {"type": "input_json_delta", "partial_json": piece}})
+        events.append({"type": "content_block_stop", "index": c})
+    events.append({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None}, "usage": {"output_tokens": 1}})
+    events.append({"type": "message_stop"})
+    return _sse(events, anthropic=True)
+
+
+# ------------------------------------------------------------------ implementations
+
+
+def _naive_lines(data: bytes) -> list[bytes]:
+    return [line[5:] for line in data.split(b"\n") if line.startswith(b"data:")]
+
+
+def _data_lines(data: bytes) -> list[str]:
+    """Every SSE event's data, decoded correctly; shared by all implementations but one."""
+    decoder = SSEDecoder()
+    return [event.data for event in decoder.decode(data)]
+
+
+def naive_split(data: bytes) -> dict[Any, str]:
+    parts: dict[Any, list[str]] = {}
+    for raw in _naive_lines(data):
+        if raw.strip() == b"[DONE]":
+            break
+        event = json.loads(raw)
+        for choice in event.get("choices") or ():
+            for tc in (choice.get("delta") or {}).get("tool_calls") or ():
+                args = (tc.get("function") or {}).get("arguments")
+                if args:
+                    parts.setdefault((choice.get("index", 0), tc.get("index")), []).append(args)
+        delta = event.get("delta")
+        if event.get("type") == "content_block_delta" and delta.get("type") == "input_json_delta":
+            parts.setdefault(event["index"], []).append(delta["partial_json"])
+    return {k: "".join(v) for k, v in parts.items()}
+
+
+def floor_openai(data: bytes) -> dict[Any, str]:
+    parts: dict[Any, list[str]] = {}
+    for raw in _data_lines(data):
+        if raw.strip() == "[DONE]":
+            break
+        chunk = json.loads(raw)
+        for choice in chunk.get("choices") or ():
+            for tc in (choice.get("delta") or {}).get("tool_calls") or ():
+                args = (tc.get("function") or {}).get("arguments")
+                if args:
+                    parts.setdefault((choice.get("index", 0), tc.get("index")), []).append(args)
+    return {k: "".join(v) for k, v in parts.items()}
+
+
+def floor_anthropic(data: bytes) -> dict[Any, str]:
+    parts: dict[Any, list[str]] = {}
+    for raw in _data_lines(data):
+        event = json.loads(raw)
+        delta = event.get("delta")
+        if event.get("type") == "content_block_delta" and delta.get("type") == "input_json_delta":
+            parts.setdefault(event["index"], []).append(delta["partial_json"])
+    return {k: "".join(v) for k, v in parts.items()}
+
+
+def toollatch(data: bytes) -> Any:
+    pipeline = Pipeline(progress_events=False)  # as `toollatch assemble` runs it
+    for event in iter_capture([data]):
+        pipeline.feed(event)
+    pipeline.close()
+    return pipeline.results()
+
+
+def openai_python(data: bytes) -> Any:
+    from openai._models import construct_type
+    from openai.lib.streaming.chat import ChatCompletionStreamState
+    from openai.types.chat import ChatCompletionChunk
+
+    state: Any = ChatCompletionStreamState()
+    for raw in _data_lines(data):
+        if raw.strip() == "[DONE]":
+            break
+        # as the SDK's Stream does: build the typed chunk without validation
+        state.handle_chunk(construct_type(type_=ChatCompletionChunk, value=json.loads(raw)))
+    return state.get_final_completion()
+
+
+def langchain_core(data: bytes) -> Any:
+    from langchain_core.messages import AIMessageChunk
+
+    merged: Any = None
+    for raw in _data_lines(data):
+        if raw.strip() == "[DONE]":
+            break
+        chunk = json.loads(raw)
+        for choice in chunk.get("choices") or ():
+            calls = [
+                {"name": (tc.get("function") or {}).get("name"), "args": (tc.get("function") or {}).get("arguments"),
+                 "id": tc.get("id"), "index": tc.get("index")}
+                for tc in (choice.get("delta") or {}).get("tool_calls") or ()
+            ]
+            piece = AIMessageChunk(content="", tool_call_chunks=calls)
+            merged = piece if merged is None else merged + piece
+    return merged.tool_calls if merged is not None else []
+
+
+def anthropic_sdk(data: bytes) -> Any:
+    from anthropic.lib.streaming._messages import accumulate_event
+
+    snapshot: Any = None
+    bufs: dict[int, bytes] = {}
+    for raw in _data_lines(data):
+        snapshot = accumulate_event(event=json.loads(raw), current_snapshot=snapshot, json_bufs=bufs)
+    return snapshot
+
+
+# ------------------------------------------------------------------ measuring
+
+
+def best_of(fn: Impl, data: bytes, times: int, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        gc.collect()
+        start = time.perf_counter()
+        for _ in range(times):
+            fn(data)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def run_workload(name: str, data: bytes, dialect: str, times: int, repeats: int, slow_cap_s: float) -> dict[str, float]:
+    floor = floor_openai if dialect == "openai" else floor_anthropic
+    impls: dict[str, Impl] = {"floor": floor, "naive-split": naive_split, "toollatch": toollatch}
+    if dialect == "openai":
+        impls["openai-python"] = openai_python
+        impls["langchain-core"] = langchain_core
+    else:
+        impls["anthropic-sdk"] = anthropic_sdk
+    seconds: dict[str, float] = {}
+    for impl, fn in impls.items():
+        try:
+            start = time.perf_counter()
+            fn(data)  # warm up, and learn whether a baseline is too slow to repeat
+            once = time.perf_counter() - start
+        except Exception as exc:  # noqa: BLE001 - a baseline that cannot take the input is reported, not fatal
+            print(f"workload={name} impl={impl} error={type(exc).__name__}")
+            continue
+        if impl not in ("floor", "naive-split", "toollatch") and once * times > slow_cap_s:
+            seconds[impl] = once * times  # quadratic baselines: one pass, scaled
+        else:
+            seconds[impl] = best_of(fn, data, times, repeats)
+        ratio = seconds[impl] / seconds["floor"]
+        print(f"workload={name} impl={impl} seconds={seconds[impl]:.6f} ratio_to_floor={ratio:.2f}", flush=True)
+    return seconds
+
+
+def peak_memory(data: bytes) -> int:
+    gc.collect()
+    tracemalloc.start()
+    results = toollatch(data)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert results[0].calls[0].state.value == "committed"
+    return peak
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a reduced set, under 30 s")
+    args = parser.parse_args()
+    times = 20 if args.quick else 200
+    repeats = 2 if args.quick else 3
+    ratios: list[tuple[str, float]] = []
+
+    def record(name: str, secs: dict[str, float]) -> None:
+        if "toollatch" in secs:
+            ratios.append((name, secs["toollatch"] / secs["floor"]))
+
+    folders = {"openai": SHARED / "captures" / "openai-chat", "anthropic": SHARED / "captures" / "anthropic"}
+    for dialect, folder in folders.items():
+        files = sorted(p for p in folder.glob("*.sse")) if folder.is_dir() else []
+        if args.quick:
+            files = files[:3]
+        for path in files:
+            name = f"capture:{folder.name}/{path.name}"
+            record(name, run_workload(name, path.read_bytes(), dialect, times, repeats, slow_cap_s=5))
+    synthetic = [("1x2KiB", 1, 2048), ("2x16KiB", 2, 16384), ("1x64KiB", 1, 65536), ("1x256KiB", 1, 262144 - 64)]
+    if args.quick:
+        synthetic = [s for s in synthetic if s[0] != "2x16KiB"]
+    per_size: dict[str, float] = {}
+    for label, calls, size in synthetic:
+        reps = max(1, times // max(1, size // 2048)) if size > 2048 else times
+        for dialect, build in (("openai", openai_stream), ("anthropic", anthropic_stream)):
+            name = f"synthetic:{dialect}:{label}"
+            secs = run_workload(name, build(calls, size), dialect, reps, repeats, slow_cap_s=5 if args.quick else 20)
+            record(name, secs)
+            per_size[name] = secs["toollatch"] / reps
+
+    worst = max(ratios, key=lambda r: r[1])
+    print(f"check=ratio_to_floor worst={worst[1]:.2f} workload={worst[0]} target<=1.5 {'PASS' if worst[1] <= 1.5 else 'FAIL'}")
+    for dialect in ("openai", "anthropic"):
+        growth = per_size[f"synthetic:{dialect}:1x256KiB"] / per_size[f"synthetic:{dialect}:1x64KiB"]
+        print(f"check=linear_growth dialect={dialect} t256/t64={growth:.2f} target<=4.5 {'PASS' if growth <= 4.5 else 'FAIL'}")
+    for dialect, build in (("openai", openai_stream), ("anthropic", anthropic_stream)):
+        size = 262144 - 64
+        data = build(1, size)
+        peak = peak_memory(data)
+        arg_bytes = len(synthetic_args(size, 0))
+        ratio = peak / arg_bytes
+        print(f"check=peak_memory dialect={dialect} peak_bytes={peak} argument_bytes={arg_bytes} ratio={ratio:.2f} target<=3 {'PASS' if ratio <= 3 else 'FAIL'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
