@@ -20,6 +20,7 @@ from typing import Any
 
 from .config import AssembleConfig
 from .finalize import check_arguments
+from .jsonprefix import diagnose
 from .metrics import Metrics
 from .model import (
     ArgsFragment,
@@ -49,6 +50,28 @@ from .registry import ToolRegistry
 from .state import CallInput, CallStateMachine
 
 Clock = Callable[[], float]
+
+
+def _append_varint(out: bytearray, n: int) -> None:
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _split(text: str, lengths: bytearray) -> list[str]:
+    """The fragments again: ``text`` cut at the recorded UTF-8 byte lengths."""
+    data = text.encode("utf-8", "surrogatepass")
+    pieces: list[str] = []
+    pos = shift = n = 0
+    for byte in lengths:
+        n |= (byte & 0x7F) << shift
+        if byte & 0x80:
+            shift += 7
+            continue
+        pieces.append(data[pos : pos + n].decode("utf-8", "surrogatepass"))
+        pos, shift, n = pos + n, 0, 0
+    return pieces
 
 
 class RunBudget:
@@ -86,6 +109,10 @@ class _Call:
     # Append-only UTF-8 buffer: amortized O(1) per fragment, decoded once at the latch,
     # about one byte of memory per argument byte. None once released.
     buffer: bytearray | None = field(default_factory=bytearray)
+    # Byte length of each fragment, varint-encoded (one byte per fragment under 128 bytes),
+    # so a diagnosis can name the fragment where the text broke.
+    lengths: bytearray | None = field(default_factory=bytearray)
+    diagnosis: dict[str, Any] | None = None
     bytes: int = 0
     fragments: int = 0
     reason: str | None = None
@@ -186,6 +213,7 @@ class Assembler:
                 arguments=c.arguments if c.machine.state is CallState.COMMITTED else None,
                 transitions=list(c.transitions),
                 repaired=c.repaired,
+                diagnosis=c.diagnosis,
             )
             for c in self._ordered()
         ]
@@ -315,6 +343,11 @@ class Assembler:
                 self._overflow(call, out)
             else:
                 call.buffer += data
+                n = len(data)
+                if n < 0x80:
+                    call.lengths.append(n)  # type: ignore[union-attr]
+                else:
+                    _append_varint(call.lengths, n)  # type: ignore[arg-type]
                 if self.progress_events:
                     self._emit(out, "fragment", call)
         elif state is CallState.ARGS_COMPLETE:
@@ -356,7 +389,16 @@ class Assembler:
         if self.metrics is not None:
             self.metrics.call_finalized(self.dialect, call.name, call.bytes)
         if verdict.reason is not None:
+            call.diagnosis = verdict.diagnosis
             if verdict.reason.startswith(Reason.INVALID_JSON.value):
+                if call.fragments and call.lengths is not None:
+                    call.diagnosis = diagnose(_split(text, call.lengths))
+                elif not call.fragments:
+                    call.diagnosis = diagnose([text])
+                if call.diagnosis is not None and call.diagnosis["kind"] == "complete":
+                    # the grammar holds; strictness failed (duplicate key, non-finite number...)
+                    problem = verdict.reason.partition(": ")[2] or "not strict JSON"
+                    call.diagnosis = {"kind": "semantic", "problem": problem}
                 if self.metrics is not None:
                     self.metrics.call_invalid_json(self.dialect, call.name)
                 call.repaired = self.config.on_invalid_json == "drop_with_protocol_repair"
@@ -396,7 +438,7 @@ class Assembler:
 
     def _fail(self, call: _Call, reason: str, out: list[AssemblyEvent]) -> None:
         call.reason = reason
-        call.buffer = None  # release the buffer
+        call.buffer = call.lengths = None  # release the buffer
         self._move(call, CallInput.FAIL, out)
 
     def _move(self, call: _Call, event: CallInput, out: list[AssemblyEvent]) -> None:

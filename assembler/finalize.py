@@ -110,6 +110,7 @@ class Verdict:
 
     arguments: Any
     reason: str | None
+    diagnosis: dict[str, Any] | None = None
 
 
 def check_arguments(
@@ -142,7 +143,8 @@ def check_arguments(
             first = issues[0]
             detail = f"{first.pointer}: {first.message}" if reveal else f"{first.pointer}: {first.keyword} {first.expected}"
             more = f" (+{len(issues) - 1} more)" if len(issues) > 1 else ""
-            return Verdict(None, Reason.SCHEMA_INVALID.with_detail(detail.rstrip() + more))
+            errors = [{"pointer": i.pointer, "keyword": i.keyword} for i in issues]
+            return Verdict(None, Reason.SCHEMA_INVALID.with_detail(detail.rstrip() + more), {"kind": "schema", "errors": errors})
     return Verdict(value, None)
 
 

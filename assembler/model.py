@@ -223,6 +223,11 @@ class CallOutcome:
     #: True when ``drop_with_protocol_repair`` removed this failed call from the finalized
     #: assistant message: it owes no result.
     repaired: bool = False
+    #: Why a FAILED call failed, precisely, without quoting argument text: for
+    #: ``invalid_json`` ``{"kind": "invalid", "fragment_index", "byte_offset", "expected"}``
+    #: or ``{"kind": "incomplete", "depth", "expected"}``; for ``schema_invalid``
+    #: ``{"kind": "schema", "errors": [{"pointer", "keyword"}]}``.
+    diagnosis: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -234,6 +239,7 @@ class CallOutcome:
             "bytes": self.bytes,
             "fragments": self.fragments,
             "executor": self.executor,
+            "diagnosis": self.diagnosis,
         }
 
 

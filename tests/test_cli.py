@@ -17,7 +17,7 @@ from .test_fixture_classes import anthropic_sse, anthropic_tool_events, openai_s
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "sk-cli-SECRETVALUE-42x"
 
-CALL_KEYS = {"call_id", "name", "state", "reason", "arguments", "bytes", "fragments", "executor"}
+CALL_KEYS = {"call_id", "name", "state", "reason", "arguments", "bytes", "fragments", "executor", "diagnosis"}
 
 
 def write(tmp_path: Path, name: str, data: bytes | str) -> Path:
@@ -78,8 +78,8 @@ def test_json_document_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert (stream["dialect"], stream["end"], stream["results"]) == ("anthropic", "complete", [])
     assert all(set(c) == CALL_KEYS for c in stream["calls"])
     assert stream["calls"] == [
-        {"call_id": "toolu_1", "name": "f", "state": "committed", "reason": None, "arguments": {"a": 1}, "bytes": 7, "fragments": 2, "executor": "client"},
-        {"call_id": "toolu_2", "name": "g", "state": "committed", "reason": None, "arguments": {}, "bytes": 0, "fragments": 0, "executor": "client"},
+        {"call_id": "toolu_1", "name": "f", "state": "committed", "reason": None, "arguments": {"a": 1}, "bytes": 7, "fragments": 2, "executor": "client", "diagnosis": None},
+        {"call_id": "toolu_2", "name": "g", "state": "committed", "reason": None, "arguments": {}, "bytes": 0, "fragments": 0, "executor": "client", "diagnosis": None},
     ]
 
 
