@@ -66,6 +66,37 @@ def _write(text: str) -> None:
     sys.stdout.buffer.flush()
 
 
+def run_export(args: argparse.Namespace) -> int:
+    from .export import redact_capture
+    from .report import json_report, markdown_summary
+
+    source = Path(args.path)
+    out = Path(args.output)
+    try:
+        data = source.read_bytes()
+    except OSError as exc:
+        return _fail(f"{source}: cannot read: {exc.strerror}")
+    try:
+        redacted = redact_capture(data, str(source), args.dialect)
+        pipeline = Pipeline(args.dialect, name=str(source), progress_events=False)
+        for event in iter_file(source):
+            pipeline.feed(event)
+        pipeline.close()
+    except CaptureError as exc:
+        return _fail(str(exc))
+    results = pipeline.results()
+    report = out.with_name(out.name + ".report.json")
+    summary = out.with_name(out.name + ".md")
+    try:
+        out.write_bytes(redacted)
+        report.write_text(json.dumps(json_report(results, source.name), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        summary.write_text(markdown_summary(results, source.name), encoding="utf-8")
+    except OSError as exc:
+        return _fail(f"{exc.filename}: cannot write: {exc.strerror}")
+    _write(f"wrote {out} ({len(redacted)} bytes), {report.name}, {summary.name}\n")
+    return 0
+
+
 def format_table(results: list[StreamResult]) -> str:
     """A readable summary: one block per stream, one row per call (no argument text)."""
     lines: list[str] = []
@@ -123,6 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the finalized assistant message and error results in the dialect's shape",
     )
     asm.set_defaults(func=run_assemble)
+
+    exp = sub.add_parser("export", help="write a redacted reproducer, a JSON report and a Markdown summary")
+    exp.add_argument("--redact", action="store_true", required=True, help="replace argument and text strings (required)")
+    exp.add_argument("path", help="capture file")
+    exp.add_argument("-o", "--output", required=True, help="reproducer to write (OUT.report.json and OUT.md beside it)")
+    exp.add_argument("--dialect", choices=sorted(ADAPTERS), help="skip detection")
+    exp.set_defaults(func=run_export)
 
     srv = sub.add_parser("serve", help="run the dashboard")
     srv.add_argument("--host", default="127.0.0.1")

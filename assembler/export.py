@@ -1,0 +1,262 @@
+"""Redacted reproducers: the same stream, with every secret-bearing string replaced.
+
+:func:`redact_capture` rewrites a capture event by event. The event structure, the event
+types, the order, ids and tool names stay; so do the *argument fragments' boundaries and
+UTF-8 byte lengths*: inside argument text every string value is replaced by ``x``
+characters of the same byte length (object keys, numbers and literals are kept, so the
+text stays exactly as valid or invalid as it was). Text deltas (assistant text, reasoning,
+signatures) become ``x`` runs of the same byte length. A re-import therefore gives the same
+verdicts, ``bytes`` and ``fragments`` per call. HTTP heads (``curl -i``) and comment lines
+are dropped. SSE input is written back as SSE; JSON Lines and binary event streams as JSON
+Lines.
+
+Limits: a tool registry whose schema constrains string values (``enum``, ``pattern``) may
+judge the placeholders differently; such verdicts can differ after redaction.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .capture import DONE, ProviderEvent, iter_capture
+from .dialects import detect
+from .jsonprefix import JSONPrefixScanner
+
+Json = Any
+
+
+def placeholder(text: str) -> str:
+    """``x`` repeated to the UTF-8 byte length of ``text``."""
+    return "x" * len(text.encode("utf-8", "surrogatepass"))
+
+
+def mask_json_text(text: str) -> str:
+    """Mask the string values of a whole JSON text (same byte length)."""
+    return JSONPrefixScanner(mask=True).feed(text)
+
+
+def mask_value(value: Json) -> Json:
+    """Replace every string value (not key) in a decoded JSON value by a placeholder."""
+    if isinstance(value, str):
+        return placeholder(value)
+    if isinstance(value, list):
+        return [mask_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: mask_value(v) for k, v in value.items()}
+    return value
+
+
+class _Fragments:
+    """One masking scanner per call, so string state carries across its fragments."""
+
+    def __init__(self) -> None:
+        self._scanners: dict[Any, JSONPrefixScanner] = {}
+
+    def mask(self, key: Any, text: str) -> str:
+        scanner = self._scanners.get(key)
+        if scanner is None:
+            scanner = self._scanners[key] = JSONPrefixScanner(mask=True)
+        return scanner.feed(text)
+
+    def reset(self, key: Any = None) -> None:
+        if key is None:
+            self._scanners.clear()
+        else:
+            self._scanners.pop(key, None)
+
+
+def _set(obj: dict[str, Any], key: str, fn: Callable[[Any], Any]) -> None:
+    if key in obj and obj[key] is not None:
+        obj[key] = fn(obj[key])
+
+
+def _text(value: Any) -> Any:
+    return placeholder(value) if isinstance(value, str) else mask_value(value)
+
+
+class _Redactor:
+    """Masks one dialect's events in place (on a decoded copy)."""
+
+    def __init__(self) -> None:
+        self.fragments = _Fragments()
+        self._ids: dict[Any, str] = {}
+
+    def openai_chat(self, data: dict[str, Any]) -> None:
+        for choice in data.get("choices") or ():
+            if not isinstance(choice, dict):
+                continue
+            ci = choice.get("index", 0)
+            for part in (choice.get("delta"), choice.get("message")):
+                if not isinstance(part, dict):
+                    continue
+                for field in ("content", "reasoning_content", "reasoning", "refusal", "reasoning_details"):
+                    _set(part, field, _text)
+                for entry in part.get("tool_calls") or ():
+                    fn = entry.get("function") if isinstance(entry, dict) else None
+                    if not isinstance(fn, dict):
+                        continue
+                    index = entry.get("index")
+                    key = (ci, index if isinstance(index, int) else entry.get("id") or "?")
+                    call_id = entry.get("id")
+                    if call_id and self._ids.get(key) not in (None, call_id):
+                        self.fragments.reset(key)  # a new call at the same index
+                    if call_id:
+                        self._ids[key] = call_id
+                    args = fn.get("arguments")
+                    if isinstance(args, str):
+                        fn["arguments"] = self.fragments.mask(key, args)
+                    elif args is not None:
+                        fn["arguments"] = mask_value(args)
+
+    def anthropic(self, data: dict[str, Any]) -> None:
+        kind = data.get("type")
+        if kind == "message_start":
+            self.fragments.reset()
+            message = data.get("message") or {}
+            if isinstance(message.get("content"), list):
+                message["content"] = [self._block(b) for b in message["content"]]
+        elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
+            data["content_block"] = self._block(data["content_block"])
+        elif kind == "content_block_delta" and isinstance(data.get("delta"), dict):
+            delta = data["delta"]
+            if delta.get("type") == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+                delta["partial_json"] = self.fragments.mask(data.get("index"), delta["partial_json"])
+            for field in ("text", "thinking", "signature", "citation"):
+                _set(delta, field, _text)
+
+    def _block(self, block: Any) -> Any:
+        if not isinstance(block, dict):
+            return block
+        out = dict(block)
+        for field in ("text", "thinking", "signature", "data", "content"):
+            _set(out, field, _text)
+        _set(out, "input", mask_value)
+        return out
+
+    def bedrock_converse(self, data: dict[str, Any]) -> None:
+        for kind, body in data.items():
+            if not isinstance(body, dict):
+                continue
+            if kind == "messageStart":
+                self.fragments.reset()
+            delta = body.get("delta")
+            if kind == "contentBlockDelta" and isinstance(delta, dict):
+                tool = delta.get("toolUse")
+                if isinstance(tool, dict) and isinstance(tool.get("input"), str):
+                    tool["input"] = self.fragments.mask(body.get("contentBlockIndex"), tool["input"])
+                _set(delta, "text", _text)
+                _set(delta, "reasoningContent", mask_value)
+
+    def bedrock_invoke(self, data: dict[str, Any]) -> None:
+        chunk = data.get("chunk")
+        if isinstance(chunk, dict) and isinstance(chunk.get("bytes"), str):
+            inner = json.loads(base64.b64decode(chunk["bytes"]))
+            self.anthropic(inner)
+            chunk["bytes"] = base64.b64encode(json.dumps(inner, ensure_ascii=False).encode()).decode()
+
+    def openai_responses(self, data: dict[str, Any]) -> None:
+        kind = data.get("type") or ""
+        if kind == "response.function_call_arguments.delta" and isinstance(data.get("delta"), str):
+            data["delta"] = self.fragments.mask(data.get("item_id") or data.get("output_index"), data["delta"])
+        elif kind.endswith(".delta") or kind.endswith(".done"):
+            _set(data, "delta", _text)
+            _set(data, "text", _text)
+            if isinstance(data.get("arguments"), str):
+                data["arguments"] = mask_json_text(data["arguments"])
+            _set(data, "input", _text)
+        for field in ("item", "part"):
+            if isinstance(data.get(field), dict):
+                data[field] = self._item(data[field])
+        response = data.get("response")
+        if isinstance(response, dict):
+            _set(response, "instructions", _text)
+            response.pop("input", None)  # the request's messages are not kept
+            if isinstance(response.get("output"), list):
+                response["output"] = [self._item(i) for i in response["output"]]
+
+    def _item(self, item: dict[str, Any]) -> dict[str, Any]:
+        out = dict(item)
+        if isinstance(out.get("arguments"), str):
+            out["arguments"] = mask_json_text(out["arguments"])
+        for field in ("input", "text", "output", "summary", "content", "encrypted_content"):
+            _set(out, field, _text)
+        return out
+
+    def gemini(self, data: dict[str, Any]) -> None:
+        for candidate in data.get("candidates") or ():
+            content = candidate.get("content") if isinstance(candidate, dict) else None
+            for part in (content or {}).get("parts") or ():
+                if not isinstance(part, dict):
+                    continue
+                _set(part, "text", _text)
+                _set(part, "thoughtSignature", _text)
+                call = part.get("functionCall")
+                if isinstance(call, dict):
+                    _set(call, "args", mask_value)
+                    for partial in call.get("partialArgs") or ():
+                        if isinstance(partial, dict):
+                            _set(partial, "stringValue", _text)
+
+    def cohere(self, data: dict[str, Any]) -> None:
+        message = ((data.get("delta") or {}).get("message")) if isinstance(data.get("delta"), dict) else None
+        if not isinstance(message, dict):
+            return
+        _set(message, "tool_plan", _text)
+        content = message.get("content")
+        if isinstance(content, dict):
+            _set(content, "text", _text)
+        calls = message.get("tool_calls")
+        fn = calls.get("function") if isinstance(calls, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+            fn["arguments"] = self.fragments.mask(data.get("index"), fn["arguments"])
+
+
+_DIALECT_METHOD = {
+    "openai-chat": "openai_chat",
+    "anthropic": "anthropic",
+    "bedrock-converse": "bedrock_converse",
+    "bedrock-invoke": "bedrock_invoke",
+    "openai-responses": "openai_responses",
+    "gemini": "gemini",
+    "cohere": "cohere",
+}
+
+
+def redact_events(events: Iterable[ProviderEvent], dialect: str | None = None) -> list[ProviderEvent]:
+    """Masked copies of ``events`` (unparseable events are dropped)."""
+    redactor = _Redactor()
+    out: list[ProviderEvent] = []
+    for event in events:
+        if event.error is not None:
+            continue
+        if dialect is None:
+            dialect = detect(event)
+        data = event.data
+        if data != DONE and isinstance(data, dict) and dialect in _DIALECT_METHOD:
+            data = json.loads(json.dumps(data))  # a private copy to rewrite
+            getattr(redactor, _DIALECT_METHOD[dialect])(data)
+        out.append(event._replace(data=data))
+    return out
+
+
+def redact_capture(data: bytes, name: str = "<input>", dialect: str | None = None) -> bytes:
+    """A redacted reproducer of a capture: SSE stays SSE, anything else becomes JSON Lines."""
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    as_sse = not head.startswith(b"{") and not _is_binary(head)
+    events = redact_events(iter_capture([data], name), dialect)
+    lines: list[str] = []
+    for event in events:
+        payload = DONE if event.data == DONE else json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
+        if as_sse:
+            lines.append((f"event: {event.event}\n" if event.event else "") + f"data: {payload}\n\n")
+        else:
+            lines.append(payload + "\n")
+    return "".join(lines).encode("utf-8", "surrogatepass")
+
+
+def _is_binary(head: bytes) -> bool:
+    """An AWS event stream starts with a 4-byte big-endian length: a NUL byte first."""
+    return head[:1] == b"\x00"

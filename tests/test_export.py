@@ -1,0 +1,104 @@
+"""Redacted reproducers replay to identical verdicts and carry none of the argument strings."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assembler import Pipeline, read_capture
+from assembler.export import redact_capture
+
+from .conftest import CAPTURES, CASES, expected_files
+
+ALL_FILES = expected_files(CAPTURES) + expected_files(CASES)
+
+
+def verdicts(data: bytes) -> list[list[tuple[Any, ...]]]:
+    pipeline = Pipeline()
+    for event in read_capture(data):
+        pipeline.feed(event)
+    pipeline.close()
+    return [
+        [(c.call_id, c.name, c.state.value, (c.reason or "").split(":")[0], c.bytes, c.fragments, c.executor) for c in r.calls]
+        + [("end", r.end)]
+        for r in pipeline.results()
+    ]
+
+
+def argument_strings(data: bytes) -> set[str]:
+    """String values (4+ characters) inside the committed arguments of the original."""
+    pipeline = Pipeline()
+    for event in read_capture(data):
+        pipeline.feed(event)
+    pipeline.close()
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str) and len(value) >= 4 and not re.fullmatch(r"x+", value):
+            found.add(value)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+
+    for result in pipeline.results():
+        for call in result.calls:
+            walk(call.arguments)
+    return found
+
+
+@pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_redacted_export_replays_to_identical_verdicts(path: Path) -> None:
+    original = path.read_bytes()
+    redacted = redact_capture(original, str(path))
+    assert verdicts(redacted) == verdicts(original)
+    text = redacted.decode("utf-8", "surrogatepass")
+    leaked = [s for s in argument_strings(original) if json.dumps(s)[1:-1] in text or s in text]
+    assert leaked == []
+
+
+def test_redaction_is_idempotent_in_shape() -> None:
+    raw = (
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function",'
+        b'"function":{"name":"login","arguments":"{\\"password\\": \\"hunter"}}]}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"2\\u00e9\\"}"}}]}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n'
+    )
+    once = redact_capture(raw)
+    assert b"hunter" not in once and b"password" in once  # keys stay, values go
+    assert verdicts(once) == verdicts(raw)
+    assert redact_capture(once) == once
+
+
+def test_cli_export_writes_reproducer_report_and_summary(tmp_path: Path) -> None:
+    from assembler.cli import main
+
+    from .test_fixture_classes import wire
+
+    source = tmp_path / "bug.sse"
+    source.write_bytes(wire("anthropic", [("t1", "login", ['{"pw": "sk-', 'canary-42"}']), ("t2", "f", ['{"a": ', "oops}"])]))
+    out = tmp_path / "repro.sse"
+    assert main(["export", "--redact", str(source), "-o", str(out)]) == 0
+    produced = [out, tmp_path / "repro.sse.report.json", tmp_path / "repro.sse.md"]
+    for path in produced:
+        assert b"canary" not in path.read_bytes() and b"oops" not in path.read_bytes()
+    assert verdicts(out.read_bytes()) == verdicts(source.read_bytes())
+    report = json.loads(produced[1].read_text())
+    assert [c["state"] for c in report["streams"][0]["calls"]] == ["committed", "failed"]
+    assert all("arguments" not in c for c in report["streams"][0]["calls"])
+    summary = produced[2].read_text()
+    assert "| 1 | f | t2 | FAILED | invalid_json |" in summary and "broke in fragment 1 at byte 6" in summary
+
+
+def test_cli_export_of_a_missing_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from assembler.cli import main
+
+    assert main(["export", "--redact", str(tmp_path / "nope.sse"), "-o", str(tmp_path / "o.sse")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nope.sse" in err
