@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     asm = sub.add_parser("assemble", help="assemble the tool calls of a recorded stream")
-    asm.add_argument("path", help="capture file: raw SSE (curl -N) or JSON Lines")
+    asm.add_argument("path", help="capture file: raw SSE (curl -N), JSON Lines, or a binary AWS event stream")
     asm.add_argument("--dialect", choices=sorted(ADAPTERS), help="skip detection")
     asm.add_argument("--tools", help="JSON file with the request's tools array (OpenAI or Anthropic)")
     asm.add_argument("--config", help="YAML file with an agent_stream_assemble section")

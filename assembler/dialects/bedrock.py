@@ -6,8 +6,13 @@ Provider documents: Amazon Bedrock API reference, ``ConverseStream`` (events
 ``messageStop``, ``metadata``, and the ``*Exception`` error events) and
 ``InvokeModelWithResponseStream`` (``chunk.bytes``: base64 of an Anthropic Messages event).
 
-Input here is one event per line, ``{"<event type>": <payload>}``, as the AWS SDKs yield
-decoded event-stream frames. Calls are keyed by ``contentBlockIndex``.
+Input is one event ``{"<event type>": <payload>}``: a JSON Lines capture as the AWS SDKs
+yield decoded event-stream frames, or a raw ``application/vnd.amazon.eventstream`` body,
+whose frames :mod:`assembler.capture` turns into the same shape (an ``exception`` frame
+becomes ``{"<exception type>": <payload>}``, e.g. ``throttlingException``). A data-less
+event that only carries a framing note (``truncated_frame``) makes no ops here; the
+missing ``messageStop`` / ``message_stop`` then makes the stream truncated. Calls are keyed
+by ``contentBlockIndex``.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ class BedrockConverseAdapter:
 
     def feed(self, event: ProviderEvent) -> list[Op]:
         data = event.data
+        if data is None and event.framing:
+            return []  # a framing note only (truncated_frame); the pipeline records it
         if not isinstance(data, dict) or len(data) != 1:
             return [Quirk("non_event_line")]
         ((kind, body),) = data.items()
@@ -84,6 +91,8 @@ class BedrockInvokeAdapter:
 
     def feed(self, event: ProviderEvent) -> list[Op]:
         data = event.data
+        if data is None and event.framing:
+            return []  # a framing note only (truncated_frame); the pipeline records it
         chunk = data.get("chunk") if isinstance(data, dict) else None
         if not isinstance(chunk, dict) or not isinstance(chunk.get("bytes"), str):
             if isinstance(data, dict) and len(data) == 1 and next(iter(data)).endswith("Exception"):
