@@ -94,17 +94,18 @@ def _parse_payload(
         return ProviderEvent(event, None, line, offset, f"{where}: event data is not JSON ({msg})", framing)
 
 
-def _iter_sse(head: bytes, rest: Iterator[bytes], name: str) -> Iterator[ProviderEvent]:
+def _iter_sse(head: bytes, rest: Iterator[bytes], name: str, lines: int = 0, skipped: int = 0) -> Iterator[ProviderEvent]:
     decoder = SSEDecoder()
     for chunk in _chain(head, rest):
         for ev in decoder.decode(chunk):
             kind = None if ev.event == "message" else ev.event
-            yield _parse_payload(ev.data, kind, name, ev.line, ev.offset, tuple(sorted(ev.framing)))
+            framing = tuple(sorted(ev.framing))
+            yield _parse_payload(ev.data, kind, name, ev.line + lines, ev.offset + skipped, framing)
     decoder.flush()  # the spec dispatches nothing at end of input
 
 
-def _iter_jsonl(head: bytes, rest: Iterator[bytes], name: str) -> Iterator[ProviderEvent]:
-    line_no, offset = 0, 0
+def _iter_jsonl(head: bytes, rest: Iterator[bytes], name: str, lines: int = 0, skipped: int = 0) -> Iterator[ProviderEvent]:
+    line_no, offset = lines, skipped
     pending: list[bytes] = []
     for chunk in _chain(head, rest):
         start = 0
@@ -266,16 +267,41 @@ def iter_capture(chunks: Iterable[bytes], name: str = "<input>") -> Iterator[Pro
     """
     it = iter(chunks)
     head = b""
+    lines = skipped = 0  # of an HTTP head in front (curl -i), so positions stay file positions
     for chunk in it:
         head += chunk
         if head[:1] == b"\x00" or (len(head) >= _PRELUDE and head.lstrip(_BLANK)):
-            break
+            if not head.startswith(b"HTTP/"):
+                break
+            before = head
+            head, done = _skip_http_heads(head)
+            cut = before[: len(before) - len(head)]
+            skipped += len(cut)
+            lines += cut.count(b"\n")
+            if done:
+                break
     if is_eventstream(head):
         yield from _iter_eventstream(head, it, name)
     elif head.lstrip(_BLANK).startswith(b"{"):
-        yield from _iter_jsonl(head, it, name)
+        yield from _iter_jsonl(head, it, name, lines, skipped)
     else:
-        yield from _iter_sse(head, it, name)
+        yield from _iter_sse(head, it, name, lines, skipped)
+
+
+def _skip_http_heads(head: bytes) -> tuple[bytes, bool]:
+    """Drop the HTTP response head(s) ``curl -i`` prints before the body.
+
+    Returns the bytes after the heads and whether the body has begun (False: the head is
+    not complete yet, read more). Header lines are never kept. Interim responses
+    (``HTTP/1.1 100 Continue``) are skipped too.
+    """
+    while head.startswith(b"HTTP/"):
+        ends = [i for i in (head.find(b"\r\n\r\n"), head.find(b"\n\n")) if i != -1]
+        if not ends:
+            return head, len(head) > 64 * 1024  # an absurd head: give up skipping
+        end = min(ends)
+        head = head[end + (4 if head[end : end + 4] == b"\r\n\r\n" else 2) :]
+    return head, bool(head.lstrip(_BLANK)) and len(head) >= _PRELUDE
 
 
 def is_eventstream(head: bytes) -> bool:

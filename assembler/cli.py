@@ -14,12 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .capture import CaptureError, iter_file
+from .capture import CaptureError
 from .config import AssembleConfig, ConfigError
 from .dialects import ADAPTERS
 from .history import build_history
+from .har import is_har
+from .inputs import SNIFF, assemble_path
 from .model import StreamResult
-from .pipeline import Pipeline
 from .registry import RegistryError, ToolRegistry
 
 
@@ -37,17 +38,12 @@ def run_assemble(args: argparse.Namespace) -> int:
         config = _load_config(args.config)
         registry = ToolRegistry.load(Path(args.tools)) if args.tools else None
         path = Path(args.path)
-        pipeline = Pipeline(
-            args.dialect, config=config, registry=registry, reveal=args.reveal, name=str(path), progress_events=False
-        )
-        for event in iter_file(path):
-            pipeline.feed(event)
-        pipeline.close()
+        sourced = assemble_path(path, dialect=args.dialect, config=config, registry=registry, reveal=args.reveal)
     except (CaptureError, ConfigError, RegistryError) as exc:
         return _fail(str(exc))
-    results = pipeline.results()
+    results = [r for _, r in sourced]
     if args.json:
-        streams = [{**r.to_json(), "history": build_history(r)} for r in results]
+        streams = [{"source": name, **r.to_json(), "history": build_history(r)} for name, r in sourced]
         doc: dict[str, Any] = {"source": str(path), "streams": streams}
         _write(json.dumps(doc, ensure_ascii=False, indent=1, allow_nan=False) + "\n")
     elif args.history:
@@ -76,15 +72,13 @@ def run_export(args: argparse.Namespace) -> int:
         data = source.read_bytes()
     except OSError as exc:
         return _fail(f"{source}: cannot read: {exc.strerror}")
+    if is_har(data[:SNIFF]):
+        return _fail(f"{source}: a HAR export holds several streams; assemble it, or export one entry's response body")
     try:
         redacted = redact_capture(data, str(source), args.dialect)
-        pipeline = Pipeline(args.dialect, name=str(source), progress_events=False)
-        for event in iter_file(source):
-            pipeline.feed(event)
-        pipeline.close()
+        results = [r for _, r in assemble_path(source, dialect=args.dialect)]
     except CaptureError as exc:
         return _fail(str(exc))
-    results = pipeline.results()
     report = out.with_name(out.name + ".report.json")
     summary = out.with_name(out.name + ".md")
     try:

@@ -1,0 +1,98 @@
+"""HAR 1.2 exports (Chrome, Firefox, mitmproxy) → one capture per streaming entry.
+
+Provider-independent: an entry is *streaming* when its response MIME type is an event
+stream (``text/event-stream``, ``application/vnd.amazon.eventstream``) or JSON Lines, or
+its request body asked for ``"stream": true``. The entry's response body becomes the
+capture (``content.encoding: base64`` decoded); the ``tools`` array of its request body
+becomes the registry. Headers and cookies are never read, so nothing of them is kept.
+
+HAR is one JSON document, so it is parsed whole (the file's size bounds memory).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .capture import CaptureError
+
+_STREAM_TYPES = ("event-stream", "eventstream", "jsonl", "ndjson", "x-ndjson")
+
+
+@dataclass(frozen=True, slots=True)
+class HarStream:
+    """One streaming exchange: ``body`` is the response bytes, ``tools`` the request's tools."""
+
+    name: str
+    method: str
+    url: str
+    status: int
+    body: bytes
+    tools: list[Any] | None
+
+
+def is_har(head: bytes) -> bool:
+    """True if ``head`` (the first KiB or so) looks like a HAR document, not JSON Lines."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not text.startswith(b"{"):
+        return False
+    first = text.split(b"\n", 1)[0].strip()
+    complete_line = first.endswith(b"}")
+    return b'"log"' in text[:4096] and (not complete_line or b'"entries"' in first)
+
+
+def read_har(data: bytes, name: str = "<input>") -> list[HarStream]:
+    """The streaming entries of a HAR export, in file order; raises :class:`CaptureError`."""
+    try:
+        doc = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise CaptureError(f"{name}: HAR is not UTF-8 (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise CaptureError(f"{name}:{exc.lineno} (column {exc.colno}): HAR is not valid JSON ({exc.msg})") from None
+    entries = doc.get("log", {}).get("entries") if isinstance(doc, dict) and isinstance(doc.get("log"), dict) else None
+    if not isinstance(entries, list):
+        raise CaptureError(f"{name}: not a HAR export (no log.entries)")
+    streams: list[HarStream] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            continue
+        request = entry.get("request") if isinstance(entry.get("request"), dict) else {}
+        response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
+        content = response.get("content") if isinstance(response.get("content"), dict) else {}
+        body_json = _request_json(request)
+        mime = str(content.get("mimeType") or "").lower()
+        if not (any(t in mime for t in _STREAM_TYPES) or body_json.get("stream") is True):
+            continue
+        text = content.get("text")
+        if not isinstance(text, str):
+            raise CaptureError(f"{name}: entry {i} ({request.get('url', '?')}): the response body was not saved in the HAR")
+        if content.get("encoding") == "base64":
+            try:
+                body = base64.b64decode(text, validate=True)
+            except (binascii.Error, ValueError):
+                raise CaptureError(f"{name}: entry {i}: response body is not valid base64") from None
+        else:
+            body = text.encode("utf-8", "surrogatepass")
+        tools = body_json.get("tools") or None  # an empty list registers nothing: no registry
+        tools = tools if isinstance(tools, list) else None
+        method, url = str(request.get("method") or "?"), str(request.get("url") or "?")
+        status = response.get("status") if isinstance(response.get("status"), int) else 0
+        streams.append(HarStream(f"{name}#entry{i}", method, _strip_query(url), status, body, tools))
+    return streams
+
+
+def _request_json(request: dict[str, Any]) -> dict[str, Any]:
+    post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
+    try:
+        body = json.loads(post.get("text") or "{}")
+    except (json.JSONDecodeError, TypeError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _strip_query(url: str) -> str:
+    # query strings can carry keys (?key=... for Gemini): never keep them
+    return url.split("?", 1)[0]
