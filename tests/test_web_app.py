@@ -1,12 +1,13 @@
 """Dashboard pages, uploads, captures, JSON twins and the local-only guards.
 
-Helpers at the top (``make_client``, ``no_wait``, ``BASE``) are shared with
-``test_web_live.py``.
+Helpers at the top (``make_client``, ``VirtualTime``, ``BASE``) are shared with
+``test_web_live.py`` and ``test_web_fanout.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,14 +27,50 @@ BASE = "http://127.0.0.1:8765"
 WS_BASE = "ws://127.0.0.1:8765"
 
 
-async def no_wait(seconds: float) -> None:
-    """Replay pacing for tests: yield to the loop, never sleep."""
-    await asyncio.sleep(0)
+class VirtualTime:
+    """A clock and a ``sleep`` for the app under test: time passes only in ``sleep``.
+
+    Sleepers wake in deadline order; the clock jumps straight to the next deadline once
+    the tasks that are ready have had a few turns, so a replay that would take minutes
+    runs in milliseconds yet sees the same sequence of clock readings as in real time
+    (a 50 ms render interval really is 50 ms of this clock).
+    """
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = 0
+        self._driver: asyncio.Task[None] | None = None
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self._seq += 1
+        heapq.heappush(self._sleepers, (self.now + seconds, self._seq, future))
+        if self._driver is None or self._driver.done():
+            self._driver = loop.create_task(self._drive())
+        await future
+
+    async def _drive(self) -> None:
+        while self._sleepers:
+            for _ in range(8):  # let every task that is ready run before time moves on
+                await asyncio.sleep(0)
+            deadline, _, future = heapq.heappop(self._sleepers)
+            self.now = max(self.now, deadline)
+            if not future.done():
+                future.set_result(None)
 
 
-def make_client(settings: Settings | None = None) -> TestClient:
-    """A client for a fresh app whose replays never wait; use as a context manager."""
-    return TestClient(create_app(settings or Settings(), sleep=no_wait), base_url=BASE)
+def make_client(settings: Settings | None = None, time: VirtualTime | None = None) -> TestClient:
+    """A client for a fresh app on virtual time (replays never wait); use as a context manager."""
+    time = time or VirtualTime()
+    return TestClient(create_app(settings or Settings(), sleep=time.sleep, clock=time.clock), base_url=BASE)
 
 
 @pytest.fixture
@@ -265,3 +302,34 @@ def test_bar_scale_and_byte_labels() -> None:
     assert bar_percent(10**7, 262144) == 100.0
     assert 0 < bar_percent(35, 262144) < bar_percent(4096, 262144) < 100
     assert human_bytes(35) == "35 B" and human_bytes(262144) == "256 KiB" and human_bytes(1536) == "1.5 KiB"
+
+
+def test_every_setting_is_documented() -> None:
+    from dataclasses import fields
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "dashboard.md").read_text(encoding="utf-8")
+    for setting in fields(Settings):
+        assert f"| `{setting.name}` |" in doc, f"docs/dashboard.md does not document Settings.{setting.name}"
+
+
+def test_session_page_has_the_demo_controls() -> None:
+    with make_client() as client:
+        sid = client.post("/api/sessions", json={"demo": "openai-parallel", "autoplay": False}).json()["id"]
+        html = client.get(f"/sessions/{sid}").text
+        doc = client.get(f"/api/sessions/{sid}").json()
+    assert '<script src="/static/app.js"></script>' in html
+    assert 'id="scrubber"' in html and 'type="range"' in html and 'max="59"' in html
+    for action in ("restart", "back", "play", "pause", "step", "cancel"):
+        assert f'name="action" value="{action}"' in html
+    assert all(f'<option value="{v}"' in html for v in ("0.25", "1", "20", "max"))
+    assert 'id="keys"' in html and "<kbd>Space</kbd>" in html
+    assert 'data-toggle="theme"' in html and 'data-toggle="present"' in html
+    assert 'id="quirks"' in html and "None so far." in html
+    assert doc["delivery"] == {"renders": 0, "max_renders_per_second": 20.0, "viewers": []}
+    assert doc["quirks"] == [] and doc["speed"] == 1.0
+
+
+def test_app_js_is_served() -> None:
+    with make_client() as client:
+        js = client.get("/static/app.js")
+    assert js.status_code == 200 and "toggleTheme" in js.text and "ArrowLeft" in js.text

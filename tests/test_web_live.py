@@ -259,3 +259,37 @@ def test_restart_replays_from_scratch() -> None:
     assert "No tool calls yet" in frames[0] and 'hx-swap-oob="innerHTML:#verdict-log"' in frames[0]
     assert final_states(frames) == final_states(first)
     assert len(doc["verdicts"]) == 2  # one call + stream end, not doubled
+
+
+# ------------------------------------------------------------------ quirks
+
+
+QUIRKY = b": OPENROUTER PROCESSING\n\n" + DEMOS["openai-single"].wire.replace(b"\n", b"\r\n")
+
+
+def test_quirks_are_listed_live_on_the_page_and_in_the_json_twin() -> None:
+    with make_client() as client:
+        response = client.post("/sessions/upload", files={"file": ("gateway.sse", QUIRKY, "text/event-stream")}, follow_redirects=False)
+        sid = response.headers["location"].rsplit("/", 1)[1]
+        control(client, sid, "pause")  # the upload autoplays; a seek while playing would keep playing
+        client.post(f"/sessions/{sid}/control", data={"action": "seek", "position": "1"})  # paused after event 1
+        with client.websocket_connect(f"{WS_BASE}/ws/sessions/{sid}") as ws:
+            first = ws.receive_text()
+            control(client, sid, "play")
+            frames = [first]
+            while not DONE.search(frames[-1]):
+                frames.append(ws.receive_text())
+        page = client.get(f"/sessions/{sid}").text
+        doc = client.get(f"/api/sessions/{sid}").json()
+    counts = [re.findall(r"<code>(\w+)</code> ×(\d+)", f.split('id="quirks"', 1)[1]) for f in frames if 'id="quirks"' in f]
+    assert counts[0] == [("comment_line", "1"), ("crlf_line_ends", "1")], "counted from the first events on"
+    assert counts[-1] == [("comment_line", "1"), ("crlf_line_ends", "12")], "counts grow as events arrive"
+    assert "Gateway quirks: " in page and "<code>crlf_line_ends</code> ×12" in page
+    assert doc["quirks"] == [{"quirk": "comment_line", "count": 1}, {"quirk": "crlf_line_ends", "count": 12}]
+    assert doc["streams"][0]["quirks"] == doc["quirks"]
+
+
+def test_a_clean_stream_says_it_had_no_quirks() -> None:
+    with make_client() as client:
+        frames = play_and_collect(client, start(client, "anthropic-single", rate=100))
+    assert "None: the stream followed its provider" in frames[-1]

@@ -1,8 +1,12 @@
 """JSON twins of the pages: ``/api/sources``, ``/api/sessions``, ``/api/sessions/{id}``.
 
 ``POST /api/sessions`` starts a session from JSON (``{"demo": name}`` or
-``{"capture": path}``, optional ``"rate"`` and ``"autoplay"``) and answers ``201`` with
-the session document.
+``{"capture": path}``, optional ``"rate"`` (base events/second, or ``"max"``),
+``"speed"`` (0.25 … 20 or ``"max"``) and ``"autoplay"``) and answers ``201`` with the
+session document.
+
+A session document also carries ``delivery``: renders so far and, per WebSocket viewer,
+frames offered, sent, dropped (progress only) and full-state resyncs.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from .replay import SessionStore
-from .settings import Settings
+from .settings import FULL_SPEED, Settings, parse_speed
 from .sources import SourceError, capture_list, demo_list, load_capture, load_demo
 
 
@@ -46,7 +50,7 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
     async def sessions() -> dict[str, Any]:
         return {
             "sessions": [
-                {"id": s.id, "status": s.status.value, "source": s.source.meta(), "position": s.position, "total": s.total}
+                {"id": s.id, "status": s.status.value, "source": s.source.meta(), "position": s.position, "total": s.total, "speed": s.speed_value}
                 for s in store.all()
             ]
         }
@@ -56,7 +60,7 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
         found = store.get(sid)
         if found is None:
             return JSONResponse({"error": f"no session {sid!r}"}, status_code=404)
-        return JSONResponse({**found.to_json(), "watchers": store.watchers(found)})
+        return JSONResponse({**found.to_json(), "watchers": store.watchers(found), "delivery": store.delivery(found)})
 
     @router.post("/sessions")
     async def create(request: Request) -> JSONResponse:
@@ -66,9 +70,16 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
             return JSONResponse({"error": "body must be JSON"}, status_code=400)
         if not isinstance(body, dict):
             return JSONResponse({"error": "body must be a JSON object"}, status_code=400)
-        rate = body.get("rate")
-        if rate is not None and (not isinstance(rate, (int, float)) or isinstance(rate, bool) or rate <= 0):
-            return JSONResponse({"error": "rate must be a positive number (events/second)"}, status_code=400)
+        rate, speed = body.get("rate"), 1.0
+        if rate == "max":
+            rate, speed = None, FULL_SPEED
+        if rate is not None and (not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 0 < rate < float("inf")):
+            return JSONResponse({"error": "rate must be a positive number (events/second) or \"max\""}, status_code=400)
+        if "speed" in body:
+            parsed = parse_speed(body["speed"])
+            if parsed is None:
+                return JSONResponse({"error": "speed must be a number from 0.25 to 20, or \"max\""}, status_code=400)
+            speed = parsed
         try:
             if isinstance(body.get("demo"), str):
                 source = load_demo(body["demo"], settings.config)
@@ -78,7 +89,7 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
                 return JSONResponse({"error": "give 'demo' or 'capture'"}, status_code=400)
         except SourceError as exc:
             return JSONResponse({"error": str(exc)}, status_code=exc.status)
-        created = store.create(source, rate=float(rate) if rate is not None else None, autoplay=bool(body.get("autoplay", True)))
+        created = store.create(source, rate=float(rate) if rate is not None else None, speed=speed, autoplay=bool(body.get("autoplay", True)))
         return JSONResponse({**created.to_json(), "url": f"/sessions/{created.id}"}, status_code=201)
 
     return router

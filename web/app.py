@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,7 +21,8 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from . import api, pages, ws
 from .render import Renderer
-from .replay import SessionStore, Sleep
+from .fanout import Clock, Sleep
+from .replay import SessionStore
 from .security import SameOriginMiddleware
 from .settings import Settings
 
@@ -35,15 +37,15 @@ def resource_dir(name: str) -> Path:
     return installed if installed.is_dir() else _PACKAGE_DIR.parent / name
 
 
-def create_app(settings: Settings | None = None, *, sleep: Sleep = asyncio.sleep) -> FastAPI:
+def create_app(settings: Settings | None = None, *, sleep: Sleep = asyncio.sleep, clock: Clock = time.monotonic) -> FastAPI:
     """The dashboard as an ASGI app.
 
-    ``sleep`` paces replays (``await sleep(seconds)`` between ticks); tests pass one that
-    does not wait.
+    ``sleep`` paces replays and deferred renders (``await sleep(seconds)``) and ``clock``
+    (seconds, monotonic) times them; tests pass a virtual pair that does not wait.
     """
     settings = settings or Settings()
     renderer = Renderer(resource_dir("templates"), settings)
-    store = SessionStore(settings, renderer, sleep=sleep)
+    store = SessionStore(settings, renderer, sleep=sleep, clock=clock)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -2,9 +2,14 @@
 and its controls.
 
 Forms work without JavaScript (POST, then ``303 See Other``); the session controls are
-also sent by htmx (``HX-Request: true``), which gets ``204 No Content`` because the
-WebSocket carries the update. Every input problem becomes a page with a message and a 4xx
-status, never a 500.
+also sent by htmx and by ``static/app.js`` (keyboard shortcuts, the timeline scrubber)
+with ``HX-Request: true``, which gets ``204 No Content`` because the WebSocket carries the
+update. Every input problem becomes a page with a message and a 4xx status, never a 500.
+
+Control actions (form field ``action``): ``play``, ``pause``, ``toggle``, ``step``,
+``back``, ``seek`` (with ``position``, 0 … total events), ``restart``, ``cancel``,
+``rate`` (with ``rate``, base events/second) and ``speed`` (with ``speed``: 0.25 … 20 or
+``max``). A ``rate`` or ``speed`` field sent along with another action is applied too.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from .render import Renderer, demo_groups
 from .replay import SessionStore
 from .session import Session
-from .settings import Settings
+from .settings import FULL_SPEED, Settings, parse_speed
 from .sources import SourceError, capture_list, demo_list, load_capture, load_demo, load_upload
 
 log = logging.getLogger("toollatch.web")
@@ -34,6 +39,22 @@ def _rate(raw: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return rate if 0 < rate < float("inf") else None
+
+
+def _start_pace(raw: Any) -> tuple[float | None, float]:
+    """``(base rate, speed)`` from a start form's ``rate`` field; ``"max"`` means full speed."""
+    if isinstance(raw, str) and raw.strip().lower() == "max":
+        return None, FULL_SPEED
+    return _rate(raw), 1.0
+
+
+def _position(raw: Any) -> int | None:
+    """A non-negative event position from a form value, else None."""
+    try:
+        value = int(str(raw))
+    except (TypeError, ValueError):
+        return None
+    return value if value >= 0 else None
 
 
 def build_router(settings: Settings, store: SessionStore, renderer: Renderer) -> APIRouter:
@@ -66,7 +87,8 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
     @router.post("/sessions")
     async def start(request: Request) -> Response:
         async with request.form(max_files=0, max_fields=_MAX_FORM_FIELDS) as form:
-            kind, name, rate = form.get("kind"), form.get("name"), _rate(form.get("rate"))
+            kind, name = form.get("kind"), form.get("name")
+            rate, speed = _start_pace(form.get("rate"))
         if not isinstance(kind, str) or not isinstance(name, str) or not name:
             return index_page("Choose a demo or a capture to replay.", 400)
         try:
@@ -78,7 +100,7 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
                 return index_page(f"Unknown source kind {kind!r}.", 400)
         except SourceError as exc:
             return index_page(str(exc), exc.status)
-        return started(store.create(source, rate=rate))
+        return started(store.create(source, rate=rate, speed=speed))
 
     @router.post("/sessions/upload")
     async def upload(request: Request) -> Response:
@@ -89,7 +111,7 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
         try:
             async with request.form(max_files=2, max_fields=_MAX_FORM_FIELDS) as form:
                 file, tools = form.get("file"), form.get("tools")
-                rate = _rate(form.get("rate"))
+                rate, speed = _start_pace(form.get("rate"))
                 if file is None or isinstance(file, str) or not file.filename:
                     return index_page("Choose a capture file to upload (raw SSE or JSON Lines).", 400)
                 data = await file.read(limit + 1)
@@ -109,7 +131,7 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
             source = load_upload(filename, data, tools_raw, tools_name, settings.config)
         except SourceError as exc:
             return index_page(str(exc), exc.status)
-        return started(store.create(source, rate=rate))
+        return started(store.create(source, rate=rate, speed=speed))
 
     @router.get("/sessions/{sid}", response_class=HTMLResponse)
     async def session_page(sid: str) -> HTMLResponse:
@@ -124,21 +146,29 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
         if session is None:
             return error_page("Session not found", f"There is no session {sid!r}; it may have expired.", 404)
         async with request.form(max_files=0, max_fields=_MAX_FORM_FIELDS) as form:
-            action, rate = form.get("action"), _rate(form.get("rate"))
+            action, rate, speed = form.get("action"), _rate(form.get("rate")), parse_speed(form.get("speed"))
+            position = _position(form.get("position"))
+        simple = {
+            "play": store.play,
+            "pause": store.pause,
+            "toggle": store.toggle,
+            "step": store.step,
+            "back": store.back,
+            "restart": store.restart,
+            "cancel": store.cancel,
+        }
+        if action not in (*simple, "seek", "rate", "speed"):
+            return error_page("Unknown control", f"Unknown action {action!r}.", 400)
+        if action == "seek" and position is None:
+            return error_page("Bad position", "Seek needs a position: a whole number of events from 0.", 400)
         if rate is not None:
             store.set_rate(session, rate)
-        if action == "play":
-            store.play(session)
-        elif action == "pause":
-            store.pause(session)
-        elif action == "step":
-            store.step(session)
-        elif action == "restart":
-            store.restart(session)
-        elif action == "cancel":
-            store.cancel(session)
-        elif action != "rate":
-            return error_page("Unknown control", f"Unknown action {action!r}.", 400)
+        if speed is not None:
+            store.set_speed(session, speed)
+        if action == "seek" and position is not None:
+            store.seek(session, position)
+        elif action in simple:
+            simple[str(action)](session)
         if request.headers.get("hx-request") == "true":
             return Response(status_code=204)
         return RedirectResponse(f"/sessions/{sid}", status_code=303)

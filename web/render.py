@@ -8,6 +8,9 @@ element with that id and, since nothing else is left, skips the main swap.
 
 Only :class:`~web.session.Card` data reaches templates: a call's ``view`` (name, id,
 counts, state, reason, transitions) and, after commit, its ``arguments``.
+
+Rendering is triggered by :class:`web.fanout.Broadcaster`, at most a few dozen times a
+second per session whatever the replay speed.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ import jinja2
 from assembler.demos import Demo
 from assembler.model import CallState
 
+from . import diagram
 from .session import Card, Changes, Session
-from .settings import RATES, Settings
+from .settings import FULL_SPEED, RATES, SPEEDS, Settings, speed_label, speed_value
 
 #: Committed arguments longer than this (characters of pretty JSON) are cut on screen.
 MAX_ARGUMENTS_SHOWN = 64 * 1024
@@ -103,7 +107,12 @@ class Renderer:
             bar_ticks=[(human_bytes(n), bar_percent(n, settings.config.max_tool_argument_bytes)) for n in BAR_TICKS],
             max_bytes=settings.config.max_tool_argument_bytes,
             rates=RATES,
+            speeds=[(speed_value(v), speed_label(v)) for v in (*SPEEDS, FULL_SPEED)],
             CallState=CallState,
+            diagram_for=diagram.diagram_for,
+            diagram_nodes=list(diagram.NODES.values()),
+            diagram_edges=diagram.EDGES,
+            diagram_size=(diagram.WIDTH, diagram.HEIGHT),
         )
 
     def page(self, name: str, **context: Any) -> str:
@@ -129,6 +138,7 @@ class Renderer:
         parts: list[str] = []
         if changes.status:
             parts.append(self._part("_status.html", session))
+            parts.append(self._part("_quirks.html", session))
         if changes.controls:
             parts.append(self._part("_controls.html", session))
         if changes.layout or changes.reset:
@@ -147,6 +157,5 @@ class Renderer:
         return "\n".join(parts)
 
     def full_update(self, session: Session) -> str:
-        """The whole current state, for a subscriber that just connected."""
-        everything = Changes(layout=True, status=True, controls=True, results=True, reset=True)
-        return self.update(session, everything)
+        """The whole current state, for a subscriber that just connected (or is resynced)."""
+        return self.update(session, Changes.everything())

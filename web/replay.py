@@ -1,14 +1,23 @@
-"""Session store, replay runner and WebSocket fan-out.
+"""Session store: replay runner, controls (play, pause, step, back, seek, speed) and fan-out.
 
 Each playing session has one asyncio task (:meth:`SessionStore._run`) that feeds provider
-events at the session's rate, then renders what changed *once* and puts the resulting
-HTML message on every subscriber's queue. Several browsers can watch one session; a
-subscriber that connects late first receives the whole current state.
+events at the session's pace and then asks the session's
+:class:`~web.fanout.Broadcaster` for a render; the broadcaster coalesces those requests
+to at most ``Settings.max_renders_per_second`` and queues the HTML for every viewer
+without ever waiting for one.
 
-Pacing: at ``rate`` events/second the runner ticks every ``1 / rate`` seconds, feeding one
-event per tick; above :data:`MAX_TICKS_PER_SECOND` it ticks at that frequency and feeds
-``rate / MAX_TICKS_PER_SECOND`` events per tick (changed cards still render once per tick).
-``sleep`` is injectable so tests run without waiting.
+Pacing: the effective rate is ``rate × speed`` events/second. Up to
+:data:`MAX_TICKS_PER_SECOND` the runner ticks every ``1 / rate`` seconds with one event;
+above, it ticks at that frequency with ``rate / MAX_TICKS_PER_SECOND`` events per tick
+(the fraction carried over). At full speed ("max") it feeds :data:`FULL_SPEED_BATCH`
+events, yields to the event loop, and repeats, so sockets and requests stay served.
+
+Seeking rebuilds the state: back to before the first event, then replay to the target
+(the pipeline is deterministic and its clock virtual, so the result is exact). Seeks that
+feed up to :data:`SYNC_SEEK_EVENTS` events run inline; longer ones run as a task that
+yields every :data:`SEEK_CHUNK` events, with renders held back until it is done.
+
+``sleep`` and ``clock`` are injectable so tests run without waiting.
 """
 
 from __future__ import annotations
@@ -16,27 +25,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+import time
+from typing import Any
 
+from .fanout import Broadcaster, Clock, Sleep, Viewer
 from .render import Renderer
-from .session import Changes, Session, Status
-from .settings import RATES, Settings
+from .session import Session, Status
+from .settings import Settings
 from .sources import LoadedSource
 
 log = logging.getLogger("toollatch.web")
 
-Sleep = Callable[[float], Awaitable[None]]
-MAX_TICKS_PER_SECOND = 30.0
+MAX_TICKS_PER_SECOND = 20.0
+FULL_SPEED_BATCH = 512
+SYNC_SEEK_EVENTS = 5_000
+SEEK_CHUNK = 2_000
 MIN_RATE, MAX_RATE = 0.1, 100_000.0
-#: A subscriber this many messages behind gets the full state instead of the backlog.
-MAX_BACKLOG = 256
 
 
-def pace(rate: float) -> tuple[float, int]:
-    """``(seconds between ticks, events per tick)`` for ``rate`` events/second."""
-    if rate <= MAX_TICKS_PER_SECOND:
-        return 1.0 / rate, 1
-    return 1.0 / MAX_TICKS_PER_SECOND, max(1, round(rate / MAX_TICKS_PER_SECOND))
+def pace(rate: float) -> float:
+    """Seconds between ticks at ``rate`` events/second (never more than 20 ticks a second)."""
+    return 1.0 / rate if rate <= MAX_TICKS_PER_SECOND else 1.0 / MAX_TICKS_PER_SECOND
 
 
 def clamp_rate(rate: float) -> float:
@@ -44,26 +53,36 @@ def clamp_rate(rate: float) -> float:
 
 
 class SessionStore:
-    """All sessions of the running app, their replay tasks and their subscribers."""
+    """All sessions of the running app, their replay and seek tasks, and their viewers."""
 
-    def __init__(self, settings: Settings, renderer: Renderer, sleep: Sleep = asyncio.sleep) -> None:
+    def __init__(self, settings: Settings, renderer: Renderer, sleep: Sleep = asyncio.sleep, clock: Clock = time.monotonic) -> None:
         self.settings = settings
         self.renderer = renderer
         self._sleep = sleep
+        self._clock = clock
         self._sessions: dict[str, Session] = {}
+        self._hubs: dict[str, Broadcaster] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._subscribers: dict[str, set[asyncio.Queue[str]]] = {}
+        self._seeks: dict[str, asyncio.Task[None]] = {}
 
     # ------------------------------------------------------------------ sessions
 
-    def create(self, source: LoadedSource, *, rate: float | None = None, autoplay: bool = True) -> Session:
+    def create(self, source: LoadedSource, *, rate: float | None = None, speed: float = 1.0, autoplay: bool = True) -> Session:
         """A new session for ``source``; starts playing at once when ``autoplay``."""
         self._evict()
         sid = secrets.token_hex(4)
         while sid in self._sessions:
             sid = secrets.token_hex(4)
-        session = Session(sid, source, self.settings.config, clamp_rate(rate or self.settings.replay_rate))
+        session = Session(sid, source, self.settings.config, clamp_rate(rate or self.settings.replay_rate), speed)
         self._sessions[sid] = session
+        self._hubs[sid] = Broadcaster(
+            session,
+            self.renderer,
+            max_per_second=self.settings.max_renders_per_second,
+            capacity=self.settings.viewer_queue_frames,
+            clock=self._clock,
+            sleep=self._sleep,
+        )
         log.info("session %s: created from %s %s", sid, source.kind, source.name)
         if autoplay:
             self.play(session)
@@ -81,13 +100,14 @@ class SessionStore:
         for sid in list(self._sessions):
             if len(self._sessions) < self.settings.max_sessions:
                 return
-            if sid not in self._tasks and not self._subscribers.get(sid):
+            if sid not in self._tasks and sid not in self._seeks and not self._hubs[sid].viewers:
                 del self._sessions[sid]
+                self._hubs.pop(sid).close()
 
     # ------------------------------------------------------------------ controls
 
     def play(self, session: Session) -> None:
-        if session.status.done or session.status is Status.PLAYING:
+        if session.status.done or session.status is Status.PLAYING or session.seek_target is not None:
             return
         session.set_status(Status.PLAYING)
         self._start(session)
@@ -95,36 +115,107 @@ class SessionStore:
 
     def pause(self, session: Session) -> None:
         if session.status is Status.PLAYING:
+            self._stop_runner(session)
             session.set_status(Status.PAUSED)
             self.flush(session)
 
+    def toggle(self, session: Session) -> None:
+        """Play when paused or ready, pause when playing (the space bar)."""
+        if session.status is Status.PLAYING:
+            self.pause(session)
+        else:
+            self.play(session)
+
     def step(self, session: Session, count: int = 1) -> None:
         """Feed ``count`` events by hand (pauses a playing replay)."""
-        if session.status is Status.PLAYING:
-            session.set_status(Status.PAUSED)
-        elif session.status is Status.READY:
+        if session.seek_target is not None:
+            return
+        self._stop_runner(session)
+        if session.status in (Status.PLAYING, Status.READY):
             session.set_status(Status.PAUSED)
         session.step(count)
         self.flush(session)
 
+    def back(self, session: Session) -> None:
+        """Step one event back: rebuild the state up to event ``position - 1``, paused."""
+        if session.position > 0:
+            self.seek(session, session.position - 1, resume=False)
+
+    def seek(self, session: Session, target: int, *, resume: bool = True) -> None:
+        """Jump to the state after ``target`` events (0 … total).
+
+        Going back (or anywhere from a finished or cancelled session) rebuilds from the
+        start; going forward feeds the events in between. A playing replay keeps playing
+        from the target when ``resume``; otherwise the session is left paused.
+        """
+        target = max(0, min(session.total, target))
+        resume = resume and session.status is Status.PLAYING
+        self._cancel_seek(session)
+        self._stop_runner(session)
+        if target < session.position or (session.status.done and target != session.position):
+            session.rewind()
+        elif session.status in (Status.PLAYING, Status.READY):
+            session.set_status(Status.PAUSED)
+        distance = target - session.position
+        if distance <= SYNC_SEEK_EVENTS:
+            session.step(max(0, distance))
+            self._after_seek(session, resume)
+            return
+        session.seek_target = target
+        task = asyncio.get_running_loop().create_task(self._seek_run(session, target, session.generation, resume), name=f"seek-{session.id}")
+        self._seeks[session.id] = task
+        task.add_done_callback(lambda t, sid=session.id: self._seeks.pop(sid, None) if self._seeks.get(sid) is t else None)
+
+    async def _seek_run(self, session: Session, target: int, generation: int, resume: bool) -> None:
+        while session.position < target and session.generation == generation and not session.status.done:
+            session.step(min(SEEK_CHUNK, target - session.position))
+            await asyncio.sleep(0)  # a real yield: other sessions and requests are served meanwhile
+        session.seek_target = None
+        self._after_seek(session, resume)
+
+    def _after_seek(self, session: Session, resume: bool) -> None:
+        self.flush(session)
+        if resume and not session.status.done:
+            self.play(session)
+
+    def _cancel_seek(self, session: Session) -> None:
+        task = self._seeks.pop(session.id, None)
+        if task is not None:
+            task.cancel()
+        session.seek_target = None
+
     def cancel(self, session: Session) -> None:
+        self._cancel_seek(session)
+        self._stop_runner(session)
         session.cancel("user stop")
         self.flush(session)
 
     def restart(self, session: Session) -> None:
-        task = self._tasks.pop(session.id, None)
-        if task is not None:
-            task.cancel()
+        self._cancel_seek(session)
+        self._stop_runner(session)
         session.reset()
         session.set_status(Status.READY)
         self.play(session)
 
     def set_rate(self, session: Session, rate: float) -> None:
+        """Change the base rate (events/second at speed 1×)."""
         rate = clamp_rate(rate)
         if rate != session.rate:
             session.rate = rate
-            session.pending.status = session.pending.controls = True
-            self.flush(session)
+            self._repace(session)
+
+    def set_speed(self, session: Session, speed: float) -> None:
+        """Change the speed multiplier (``math.inf``: full speed)."""
+        if speed != session.speed:
+            session.speed = speed
+            self._repace(session)
+
+    def _repace(self, session: Session) -> None:
+        session.pending.status = session.pending.controls = True
+        if session.status is Status.PLAYING:  # apply now, not after the current (maybe long) tick
+            self._stop_runner(session)
+            self._start(session)
+        self.flush(session)
 
     # ------------------------------------------------------------------ runner
 
@@ -135,50 +226,75 @@ class SessionStore:
         self._tasks[session.id] = task
         task.add_done_callback(lambda t, sid=session.id: self._tasks.pop(sid, None) if self._tasks.get(sid) is t else None)
 
+    def _stop_runner(self, session: Session) -> None:
+        task = self._tasks.pop(session.id, None)
+        if task is not None:
+            task.cancel()
+
     async def _run(self, session: Session, generation: int) -> None:
-        while session.status is Status.PLAYING and session.generation == generation:
-            interval, batch = pace(session.rate)
-            session.step(batch)
+        def playing() -> bool:
+            return session.status is Status.PLAYING and session.generation == generation
+
+        due, carry = self._clock(), 0.0
+        while playing():
+            if session.full_speed:
+                await self._sleep(0)
+                if not playing():
+                    break
+                session.step(FULL_SPEED_BATCH)
+                due = self._clock()
+            else:
+                rate = session.effective_rate
+                interval = pace(rate)
+                now = self._clock()
+                due = max(due + interval, now)  # never a burst to catch up, at most one tick late
+                await self._sleep(due - now)
+                if not playing():
+                    break
+                carry += rate * interval
+                count = int(carry + 1e-9)
+                carry -= count
+                if count:
+                    session.step(count)
             self.flush(session)
-            if session.status is not Status.PLAYING:
-                break
-            await self._sleep(interval)
 
     async def shutdown(self) -> None:
-        """Cancel every replay task (app shutdown)."""
-        tasks = list(self._tasks.values())
+        """Cancel every replay, seek and pending render (app shutdown)."""
+        tasks = [*self._tasks.values(), *self._seeks.values()]
         self._tasks.clear()
+        self._seeks.clear()
         for task in tasks:
             task.cancel()
+        for hub in self._hubs.values():
+            hub.close()
         await asyncio.gather(*tasks, return_exceptions=True)
 
     # ------------------------------------------------------------------ fan-out
 
-    def subscribe(self, session: Session) -> asyncio.Queue[str]:
-        """A queue of HTML messages for one WebSocket; the first is the full current state."""
-        queue: asyncio.Queue[str] = asyncio.Queue()
-        queue.put_nowait(self.renderer.full_update(session))
-        self._subscribers.setdefault(session.id, set()).add(queue)
-        return queue
+    def hub(self, session: Session) -> Broadcaster:
+        """The session's broadcaster (renders, viewers, counters)."""
+        return self._hubs[session.id]
 
-    def unsubscribe(self, session: Session, queue: asyncio.Queue[str]) -> None:
-        self._subscribers.get(session.id, set()).discard(queue)
+    def subscribe(self, session: Session) -> Viewer:
+        """A bounded queue of HTML messages for one WebSocket; the first is the full state."""
+        return self._hubs[session.id].subscribe()
+
+    def unsubscribe(self, session: Session, viewer: Viewer) -> None:
+        hub = self._hubs.get(session.id)
+        if hub is not None:
+            hub.unsubscribe(viewer)
 
     def watchers(self, session: Session) -> int:
-        return len(self._subscribers.get(session.id, ()))
+        hub = self._hubs.get(session.id)
+        return len(hub.viewers) if hub is not None else 0
+
+    def delivery(self, session: Session) -> dict[str, Any]:
+        """Render and per-viewer queue counters (the JSON twin's ``delivery``)."""
+        hub = self._hubs.get(session.id)
+        return hub.stats() if hub is not None else {}
 
     def flush(self, session: Session) -> None:
-        """Render the changes accumulated in ``session`` once and queue them for every subscriber."""
-        changes: Changes = session.take_changes()
-        queues = self._subscribers.get(session.id)
-        if not changes.any() or not queues:
-            return
-        message = self.renderer.update(session, changes)
-        for queue in queues:
-            if queue.qsize() >= MAX_BACKLOG:
-                # A stalled viewer: drop its backlog, send the current state instead.
-                while not queue.empty():
-                    queue.get_nowait()
-                queue.put_nowait(self.renderer.full_update(session))
-            else:
-                queue.put_nowait(message)
+        """Ask for a render of what changed (coalesced; see :class:`~web.fanout.Broadcaster`)."""
+        hub = self._hubs.get(session.id)
+        if hub is not None:
+            hub.request()

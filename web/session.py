@@ -4,29 +4,33 @@ A :class:`Session` is driven step by step (one provider event at a time) by the 
 runner (:mod:`web.replay`) or by a control request. It keeps only what may be shown:
 :class:`~assembler.redact.CallView` snapshots, and a call's arguments only after an
 assembly event reported the call COMMITTED. It also records *what changed* since the
-last flush (:class:`Changes`), so the WebSocket hub renders each changed card once per
-tick.
+last render (:class:`Changes`), so the WebSocket hub renders each changed card once per
+render however many events arrived in between.
 
 Time is virtual: the pipeline's clock advances by ``1 / rate`` seconds per provider
-event fed, so timelines read as "seconds into the replay at this pace", pauses excluded,
-and are the same on every run.
+event fed (``rate`` is the base rate; the speed multiplier does not enter), so timelines
+read as "seconds into the replay at the base pace", pauses excluded, and are the same on
+every run. That also makes stepping *back* exact: :meth:`Session.rewind` and replaying
+to event ``n - 1`` rebuilds the very same state.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable
-from functools import partial
+import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from assembler.capture import CaptureError
+from assembler.capture import CaptureError, ProviderEvent
 from assembler.config import AssembleConfig
 from assembler.model import CallKey, CallState, StreamEndKind, ToolResult
 from assembler.pipeline import Pipeline
 from assembler.redact import AssemblyEvent, CallView
 
+from .settings import speed_label, speed_value
 from .sources import LoadedSource
 
 log = logging.getLogger("toollatch.web")
@@ -80,9 +84,16 @@ class Verdict:
 
 @dataclass
 class Changes:
-    """What changed since the last flush. ``layout``: cards appeared or the session restarted."""
+    """What changed since the last render.
+
+    ``cards``: ids of cards whose view changed (bytes, fragments, identity or state);
+    ``transitions``: the subset whose *state* changed or that appeared. ``layout``: cards
+    appeared; ``reset``: the session was rebuilt (restart, seek back). ``verdicts``: new
+    verdicts to append to the log, in order.
+    """
 
     cards: set[str] = field(default_factory=set)
+    transitions: set[str] = field(default_factory=set)
     layout: bool = False
     status: bool = False
     controls: bool = False
@@ -92,6 +103,32 @@ class Changes:
 
     def any(self) -> bool:
         return bool(self.cards or self.layout or self.status or self.controls or self.results or self.verdicts or self.reset)
+
+    @property
+    def essential(self) -> bool:
+        """True when this is more than progress: a state transition, a verdict, a new
+        card, a rebuild or a status/control change. Progress-only changes (byte and
+        fragment counts, the event counter) may be dropped for a slow viewer because a
+        later render supersedes them."""
+        return bool(self.transitions or self.verdicts or self.layout or self.reset or self.controls or self.results)
+
+    def merge(self, other: Changes) -> Changes:
+        """A new :class:`Changes` covering both ``self`` and the later ``other``."""
+        return Changes(
+            cards=self.cards | other.cards,
+            transitions=self.transitions | other.transitions,
+            layout=self.layout or other.layout,
+            status=self.status or other.status,
+            controls=self.controls or other.controls,
+            results=self.results or other.results,
+            verdicts=[*self.verdicts, *other.verdicts],
+            reset=self.reset or other.reset,
+        )
+
+    @classmethod
+    def everything(cls) -> Changes:
+        """Every region, the verdict log replaced: a full-state render."""
+        return cls(layout=True, status=True, controls=True, results=True, reset=True)
 
 
 @dataclass
@@ -105,13 +142,15 @@ class EndState:
 class Session:
     """Replay state of one source. Not thread-safe; used from the event loop only."""
 
-    def __init__(self, sid: str, source: LoadedSource, config: AssembleConfig, rate: float) -> None:
+    def __init__(self, sid: str, source: LoadedSource, config: AssembleConfig, rate: float, speed: float = 1.0) -> None:
         self.id = sid
         self.source = source
         self.config = config
-        self.rate = rate
+        self.rate = rate  # base rate, provider events per second at speed 1×
+        self.speed = speed  # multiple of ``rate``; ``math.inf`` is "max" (full speed)
         self.status = Status.READY
-        self.generation = 0  # bumped by restart: a runner of an older generation stops
+        self.generation = 0  # bumped by reset: a runner or seek of an older generation stops
+        self.seek_target: int | None = None  # set while a long seek rebuilds the state
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -120,19 +159,49 @@ class Session:
         """Back to before the first event (restart)."""
         self.virtual_t = 0.0
         self.position = 0
+        self._events: Iterator[ProviderEvent] = self.source.iter_events()
         self.pipeline = Pipeline(config=self.config, registry=self.source.registry(), clock=lambda: self.virtual_t, name=self.source.name)
         self.cards: dict[str, Card] = {}
         self.ends: dict[int, EndState] = {}
         self.verdicts: list[Verdict] = []
-        self.quirks: dict[str, int] = {}
         self.error: str | None = None
-        self.pending = Changes(layout=True, status=True, controls=True, results=True, reset=True)
+        self.pending = Changes.everything()
         self.generation += 1
+
+    def rewind(self) -> None:
+        """Back to before the first event, paused (the first half of a seek back)."""
+        self.reset()
+        self.set_status(Status.PAUSED)
 
     @property
     def total(self) -> int:
         """Provider events in the input."""
-        return len(self.source.events)
+        return self.source.count
+
+    @property
+    def full_speed(self) -> bool:
+        return math.isinf(self.speed)
+
+    @property
+    def effective_rate(self) -> float:
+        """Provider events per second at the current speed (``inf`` at full speed)."""
+        return self.rate * self.speed
+
+    @property
+    def speed_label(self) -> str:
+        return speed_label(self.speed)
+
+    @property
+    def speed_value(self) -> str:
+        return speed_value(self.speed)
+
+    def quirk_counts(self) -> dict[str, int]:
+        """Quirks met so far, summed over streams, in order of first sighting."""
+        counts: dict[str, int] = {}
+        for stream in self.pipeline.results():
+            for name, count in stream.quirks.items():
+                counts[name] = counts.get(name, 0) + count
+        return counts
 
     @property
     def ordered_cards(self) -> list[Card]:
@@ -170,15 +239,18 @@ class Session:
             if self.status.done:
                 return
             if self.position < self.total and not self._stop_due():
-                event = self.source.events[self.position]
-                self.position += 1
-                self.virtual_t += 1.0 / self.rate
+                event = next(self._events, None)
                 self.pending.status = True
-                self._guard(partial(self.pipeline.feed, event))
-                if self.status.done:
-                    return
+                if event is None:  # fewer events than counted: treat as the end of input
+                    self.position = self.total
+                else:
+                    self.position += 1
+                    self.virtual_t += 1.0 / self.rate
+                    self._guard(partial(self.pipeline.feed, event))
+                    if self.status.done:
+                        return
             if self._stop_due():
-                self.cancel("user stop (demo script)")
+                self.cancel("user stop by the demo script")
                 return
             if self.position >= self.total:
                 self._guard(self.pipeline.close)
@@ -223,10 +295,8 @@ class Session:
             detail = f" ({event.detail})" if event.detail else ""
             self._announce(Verdict(f"Stream {event.stream} ended: {event.end}{detail}", "stream"))
             return
-        if event.kind == "quirk" and event.detail:
-            self.quirks[event.detail] = self.quirks.get(event.detail, 0) + 1
-            self.pending.status = True
-            return
+        if event.kind == "quirk":
+            return  # counted by the assembler; read back with quirk_counts()
         view = event.call
         if view is None:
             return
@@ -240,6 +310,8 @@ class Session:
             was = card.view.state
         card.view = view
         self.pending.cards.add(cid)
+        if view.state is not was:
+            self.pending.transitions.add(cid)
         if view.state is CallState.COMMITTED and card.arguments is None:
             # The latch held: only now may the arguments be fetched and shown.
             committed = self.pipeline.committed(event.stream, view.key)
@@ -281,8 +353,11 @@ class Session:
             "position": self.position,
             "total": self.total,
             "rate": self.rate,
+            "speed": "max" if self.full_speed else self.speed,
+            "effective_rate": None if self.full_speed else self.effective_rate,
             "dialect": self.pipeline.dialect,
             "max_tool_argument_bytes": self.config.max_tool_argument_bytes,
+            "quirks": [{"quirk": name, "count": count} for name, count in self.quirk_counts().items()],
             "streams": [r.to_json() for r in self.pipeline.results()],
             "calls": [{"stream": c.stream, **c.view.to_json()} for c in self.ordered_cards],
             "verdicts": [v.text for v in self.verdicts],

@@ -1,10 +1,11 @@
 """Dashboard settings: one dataclass, no environment magic.
 
-Every field is documented here and in ``toollatch-dashboard --help`` (``web.__main__``).
+Every field is documented here and in ``docs/dashboard.md`` (a test keeps the two in step).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,8 +13,38 @@ from assembler.config import AssembleConfig
 
 #: Largest accepted upload, in bytes (20 MiB).
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
-#: Replay rates offered in the rate selector, in provider events per second.
+#: Base replay rates offered when starting a session, in provider events per second.
 RATES = (1.0, 2.0, 5.0, 12.0, 30.0, 100.0, 1000.0)
+#: Speeds offered on the session page, as multiples of the session's base rate.
+SPEEDS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
+#: The "max" speed: feed events as fast as the server can, renders still coalesced.
+FULL_SPEED = math.inf
+MIN_SPEED, MAX_SPEED = SPEEDS[0], SPEEDS[-1]
+
+
+def speed_label(speed: float) -> str:
+    """``0.25×``, ``1×``, ``20×`` or ``max``."""
+    if math.isinf(speed):
+        return "max"
+    return f"{speed:g}×"
+
+
+def speed_value(speed: float) -> str:
+    """The form value of a speed: ``"0.25"``, ``"2"`` or ``"max"``."""
+    return "max" if math.isinf(speed) else f"{speed:g}"
+
+
+def parse_speed(raw: object) -> float | None:
+    """A speed from a form or JSON value: ``"max"`` or a number in [0.25, 20]; else None."""
+    if isinstance(raw, str) and raw.strip().lower() in ("max", "full", "inf"):
+        return FULL_SPEED
+    if isinstance(raw, bool):
+        return None
+    try:
+        speed = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return speed if MIN_SPEED <= speed <= MAX_SPEED else None
 
 
 @dataclass
@@ -24,11 +55,15 @@ class Settings:
     (``None``: no capture list). ``config``: the assembler configuration every session
     uses; its ``max_tool_argument_bytes`` is also the full scale of each call's bar.
     ``host`` / ``port``: where :func:`web.app.run` binds; loopback by default.
-    ``replay_rate``: default replay pace in provider events per second.
+    ``replay_rate``: default base replay rate in provider events per second (speed 1×).
     ``allowed_hosts``: extra ``Host`` header values accepted besides ``localhost``,
     ``127.0.0.1``, ``::1`` and ``host`` (DNS-rebinding guard).
     ``max_upload_bytes``: upload size limit. ``max_sessions``: sessions kept in memory;
     the oldest finished ones are dropped first.
+    ``max_renders_per_second``: live updates rendered per session and second, at most;
+    changes in between are coalesced into the next render.
+    ``viewer_queue_frames``: frames queued for one WebSocket viewer before progress-only
+    frames are dropped (transitions and verdicts are kept, or the viewer is resynced).
     """
 
     captures_dir: Path | None = None
@@ -39,6 +74,8 @@ class Settings:
     allowed_hosts: tuple[str, ...] = ()
     max_upload_bytes: int = MAX_UPLOAD_BYTES
     max_sessions: int = 64
+    max_renders_per_second: float = 20.0
+    viewer_queue_frames: int = 32
 
     def trusted_hosts(self) -> list[str]:
         """``Host`` values the app answers to (without port)."""

@@ -1,23 +1,28 @@
 """Where sessions come from: built-in demos, capture files on disk, uploads.
 
-Every source is loaded into a :class:`LoadedSource` — raw bytes parsed to provider events,
-plus the ``tools`` array when one is known — and checked with a dry run of the assembler
-before a session is created, so an unreadable input becomes a message on the page
-(:class:`SourceError`) instead of a failed session.
+Every source is loaded into a :class:`LoadedSource` — the raw bytes, the number of provider
+events in them, and the ``tools`` array when one is known — and checked with a dry run of
+the assembler before a session is created, so an unreadable input becomes a message on the
+page (:class:`SourceError`) instead of a failed session.
+
+Provider events are parsed lazily, in 64 KiB pieces, each time a replay runs
+(:meth:`LoadedSource.iter_events`): a session holds its input's bytes, never a list of
+parsed events (a 100,000-event capture is ~20 MB of SSE but ~250 MB as parsed objects).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from assembler.capture import CaptureError, ProviderEvent, read_capture
+from assembler.capture import CaptureError, ProviderEvent, iter_capture
 from assembler.config import AssembleConfig
 from assembler.demos import DEMOS, Demo
-from assembler.pipeline import assemble_events
+from assembler.pipeline import Pipeline
 from assembler.registry import RegistryError, ToolRegistry
 
 log = logging.getLogger("toollatch.web")
@@ -27,6 +32,8 @@ SourceKind = Literal["demo", "capture", "upload"]
 CAPTURE_SUFFIXES = (".sse", ".jsonl")
 #: Beside ``x.sse``, an optional ``x.tools.json`` holds the request's ``tools`` array.
 TOOLS_SUFFIX = ".tools.json"
+#: Bytes handed to the capture reader at a time when replaying.
+READ_CHUNK = 64 * 1024
 
 
 def tools_path(capture: Path) -> Path:
@@ -50,19 +57,29 @@ class LoadedSource:
     """A readable input, ready for a session.
 
     ``name`` is the demo name, the capture's path relative to the captures directory,
-    or the uploaded file name. ``size`` is in bytes. ``cancel_after`` (demos only) is the
-    number of provider events after which the replay presses Stop.
+    or the uploaded file name. ``data`` is the raw capture; ``count`` the number of
+    provider events in it. ``cancel_after`` (demos only) is the number of provider
+    events after which the replay presses Stop.
     """
 
     kind: SourceKind
     name: str
     title: str
     description: str
-    events: list[ProviderEvent]
-    size: int
+    data: bytes
+    count: int
     dialect: str | None
     tools: list[dict[str, Any]] | None = None
     cancel_after: int | None = None
+
+    @property
+    def size(self) -> int:
+        """Bytes of the raw capture."""
+        return len(self.data)
+
+    def iter_events(self) -> Iterator[ProviderEvent]:
+        """The provider events, parsed as they are read (a fresh iterator each call)."""
+        return iter_events(self.data, self.name)
 
     def registry(self) -> ToolRegistry | None:
         return ToolRegistry.from_tools(self.tools) if self.tools is not None else None
@@ -75,7 +92,7 @@ class LoadedSource:
             "title": self.title,
             "dialect": self.dialect,
             "size": self.size,
-            "events": len(self.events),
+            "events": self.count,
             "tools": [_tool_name(t) for t in self.tools] if self.tools is not None else None,
             "cancel_after": self.cancel_after,
         }
@@ -118,16 +135,27 @@ def capture_list(root: Path | None) -> list[CaptureInfo]:
 # ------------------------------------------------------------------ loading
 
 
-def check(events: list[ProviderEvent], name: str, config: AssembleConfig, registry: ToolRegistry | None) -> str | None:
-    """Dry-run ``events`` through a pipeline; return the dialect or raise :class:`SourceError`."""
+def iter_events(data: bytes, name: str) -> Iterator[ProviderEvent]:
+    """Provider events of ``data``, read in :data:`READ_CHUNK` pieces (bounded memory)."""
+    view = memoryview(data)
+    return iter_capture((bytes(view[i : i + READ_CHUNK]) for i in range(0, len(data), READ_CHUNK)), name)
+
+
+def check(data: bytes, name: str, config: AssembleConfig, registry: ToolRegistry | None) -> tuple[int, str | None]:
+    """Dry-run ``data`` through a pipeline; return ``(events, dialect)`` or raise :class:`SourceError`."""
+    pipeline = Pipeline(config=config, registry=registry, name=name)
+    count = 0
     try:
-        results = assemble_events(events, config=config, registry=registry, name=name)
+        for event in iter_events(data, name):
+            count += 1
+            pipeline.feed(event)
+        pipeline.close()
     except CaptureError as exc:
         raise SourceError(f"Not a readable provider stream. {exc}") from None
     except Exception as exc:  # a bug must still not become a 500 or a traceback on screen
         log.error("dry run of %s raised %s", name, type(exc).__name__)
         raise SourceError(f"Cannot assemble {name}: the assembler failed ({type(exc).__name__}).") from None
-    return results[0].dialect if results else None
+    return count, pipeline.dialect
 
 
 def parse_tools(raw: bytes, name: str) -> list[dict[str, Any]]:
@@ -147,13 +175,17 @@ def parse_tools(raw: bytes, name: str) -> list[dict[str, Any]]:
     return list(doc)
 
 
+def from_demo(demo: Demo) -> LoadedSource:
+    """A demo (built in, or generated like :func:`assembler.demos.stress_demo`) as a source."""
+    return LoadedSource("demo", demo.name, demo.title, demo.description, demo.wire, demo.events, demo.dialect, demo.tools, demo.cancel_after)
+
+
 def load_demo(name: str, config: AssembleConfig) -> LoadedSource:
     """A built-in demo by name, or :class:`SourceError` (404)."""
     demo = DEMOS.get(name)
     if demo is None:
         raise SourceError(f"There is no demo called {name!r}.", status=404)
-    events = read_capture(demo.wire, name=f"demo:{name}")
-    return LoadedSource("demo", name, demo.title, demo.description, events, len(demo.wire), demo.dialect, demo.tools, demo.cancel_after)
+    return from_demo(demo)
 
 
 def load_capture(root: Path | None, rel: str, config: AssembleConfig) -> LoadedSource:
@@ -185,11 +217,10 @@ def load_upload(filename: str, data: bytes, tools_raw: bytes | None, tools_name:
 def _from_bytes(
     kind: SourceKind, name: str, data: bytes, tools: list[dict[str, Any]] | None, config: AssembleConfig, *, title: str
 ) -> LoadedSource:
-    try:
-        events = read_capture(data, name=name)
-    except CaptureError as exc:
-        raise SourceError(f"Not a readable capture. {exc}") from None
     registry = ToolRegistry.from_tools(tools) if tools is not None else None
-    dialect = check(events, name, config, registry)
-    description = f"{len(events)} provider events, {len(data):,} bytes" + (f", {len(tools)} tools" if tools else "")
-    return LoadedSource(kind, name, title, description, events, len(data), dialect, tools)
+    count, dialect = check(data, name, config, registry)
+    kind_text = "Uploaded" if kind == "upload" else "Recorded"
+    description = f"{kind_text} {dialect or 'provider'} stream, replayed through the assembler" + (
+        "; arguments are checked against the tools file's schemas." if tools else "; no tools file, so names and schemas are not checked."
+    )
+    return LoadedSource(kind, name, title, description, data, count, dialect, tools)

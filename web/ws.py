@@ -2,8 +2,10 @@
 
 Each message is a raw HTML string of out-of-band elements (see :mod:`web.render`); the
 first one is the session's whole current state, so a late viewer catches up. Messages
-from the client are read only to notice the disconnect. The ``Origin`` check happens in
-:class:`web.security.SameOriginMiddleware` before this handler runs.
+are taken from the viewer's bounded queue (:class:`web.fanout.Viewer`) by this socket's
+own task: a slow socket only ever delays itself, never the replay or other viewers.
+Messages from the client are read only to notice the disconnect. The ``Origin`` check
+happens in :class:`web.security.SameOriginMiddleware` before this handler runs.
 """
 
 from __future__ import annotations
@@ -33,11 +35,11 @@ def build_router(store: SessionStore) -> APIRouter:
             await websocket.close(code=1008, reason="no such session")
             return
         await websocket.accept()
-        queue = store.subscribe(session)
+        viewer = store.subscribe(session)
         closed = asyncio.ensure_future(_until_disconnect(websocket))
         try:
             while True:
-                message = asyncio.ensure_future(queue.get())
+                message = asyncio.ensure_future(viewer.get())
                 done, _ = await asyncio.wait({message, closed}, return_when=asyncio.FIRST_COMPLETED)
                 if closed in done:
                     message.cancel()
@@ -46,7 +48,7 @@ def build_router(store: SessionStore) -> APIRouter:
         except WebSocketDisconnect:
             pass
         finally:
-            store.unsubscribe(session, queue)
+            store.unsubscribe(session, viewer)
             closed.cancel()
 
     return router
