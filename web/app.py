@@ -19,12 +19,13 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from . import api, pages, ws
+from . import api, observe, pages, ws
 from .render import Renderer
 from .fanout import Clock, Sleep
 from .replay import SessionStore
 from .security import SameOriginMiddleware
 from .settings import Settings
+from .store import Store
 
 log = logging.getLogger("toollatch.web")
 
@@ -46,20 +47,24 @@ def create_app(settings: Settings | None = None, *, sleep: Sleep = asyncio.sleep
     settings = settings or Settings()
     renderer = Renderer(resource_dir("templates"), settings)
     store = SessionStore(settings, renderer, sleep=sleep, clock=clock)
+    sources = Store(settings.data_dir)  # persistent uploads/recordings (SQLite under data_dir)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         await store.shutdown()
+        sources.close()
 
     app = FastAPI(title="toollatch dashboard", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.settings = settings
     app.state.store = store
     app.state.renderer = renderer
+    app.state.sources = sources
     app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")
     app.include_router(pages.build_router(settings, store, renderer))
     app.include_router(api.build_router(settings, store))
     app.include_router(ws.build_router(store))
+    app.include_router(observe.build_router(settings, store.metrics, renderer))
     # Added last = outermost: the Host check runs first, then the Origin check.
     app.add_middleware(SameOriginMiddleware)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts())

@@ -28,6 +28,8 @@ import secrets
 import time
 from typing import Any
 
+from assembler.metrics import Metrics
+
 from .fanout import Broadcaster, Clock, Sleep, Viewer
 from .render import Renderer
 from .session import Session, Status
@@ -58,6 +60,8 @@ class SessionStore:
     def __init__(self, settings: Settings, renderer: Renderer, sleep: Sleep = asyncio.sleep, clock: Clock = time.monotonic) -> None:
         self.settings = settings
         self.renderer = renderer
+        #: assembly metrics of every session's first pass, served at /metrics
+        self.metrics = Metrics(tool_name_label=settings.config.metrics_tool_name_label)
         self._sleep = sleep
         self._clock = clock
         self._sessions: dict[str, Session] = {}
@@ -73,7 +77,7 @@ class SessionStore:
         sid = secrets.token_hex(4)
         while sid in self._sessions:
             sid = secrets.token_hex(4)
-        session = Session(sid, source, self.settings.config, clamp_rate(rate or self.settings.replay_rate), speed)
+        session = Session(sid, source, self.settings.config, clamp_rate(rate or self.settings.replay_rate), speed, self.metrics)
         self._sessions[sid] = session
         self._hubs[sid] = Broadcaster(
             session,

@@ -27,6 +27,7 @@ from typing import Any
 from assembler.capture import CaptureError, ProviderEvent
 from assembler.config import AssembleConfig
 from assembler.model import CallKey, CallState, StreamEndKind, ToolResult
+from assembler.metrics import Metrics
 from assembler.pipeline import Pipeline
 from assembler.redact import AssemblyEvent, CallView
 
@@ -142,8 +143,11 @@ class EndState:
 class Session:
     """Replay state of one source. Not thread-safe; used from the event loop only."""
 
-    def __init__(self, sid: str, source: LoadedSource, config: AssembleConfig, rate: float, speed: float = 1.0) -> None:
+    def __init__(
+        self, sid: str, source: LoadedSource, config: AssembleConfig, rate: float, speed: float = 1.0, metrics: Metrics | None = None
+    ) -> None:
         self.id = sid
+        self.metrics = metrics  # observed on the first pass only: restarts and seeks rebuild
         self.source = source
         self.config = config
         self.rate = rate  # base rate, provider events per second at speed 1×
@@ -160,7 +164,14 @@ class Session:
         self.virtual_t = 0.0
         self.position = 0
         self._events: Iterator[ProviderEvent] = self.source.iter_events()
-        self.pipeline = Pipeline(config=self.config, registry=self.source.registry(), clock=lambda: self.virtual_t, name=self.source.name)
+        first_pass = self.generation == 0
+        self.pipeline = Pipeline(
+            config=self.config,
+            registry=self.source.registry(),
+            clock=lambda: self.virtual_t,
+            name=self.source.name,
+            metrics=self.metrics if first_pass else None,
+        )
         self.cards: dict[str, Card] = {}
         self.ends: dict[int, EndState] = {}
         self.verdicts: list[Verdict] = []
