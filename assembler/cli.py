@@ -127,7 +127,8 @@ def run_serve(args: argparse.Namespace) -> int:
     captures = Path(args.captures) if args.captures else _default_captures()
     if captures is not None and not captures.is_dir():
         return _fail(f"--captures {captures}: not a directory")
-    run(Settings(captures_dir=captures, config=config, host=args.host, port=args.port))
+    extra = {"data_dir": Path(args.data_dir)} if args.data_dir else {}
+    run(Settings(captures_dir=captures, config=config, host=args.host, port=args.port, **extra))
     return 0
 
 
@@ -161,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--port", type=int, default=8765)
     srv.add_argument("--captures", help="folder of captures to list (default: $TOOLLATCH_SHARED/captures if present)")
     srv.add_argument("--config", help="YAML file with an agent_stream_assemble section")
+    srv.add_argument("--data-dir", help="where stored sources live (default: $TOOLLATCH_DATA_DIR or the user data dir)")
     srv.set_defaults(func=run_serve)
     return parser
 

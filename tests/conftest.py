@@ -15,6 +15,14 @@ CAPTURES = SHARED / "captures"
 CASES = SHARED / "cases"
 
 
+@pytest.fixture(autouse=True)
+def _tmp_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's default ``Settings.data_dir`` is a fresh temporary folder, never the user's."""
+    data_dir = tmp_path_factory.mktemp("data")
+    monkeypatch.setenv("TOOLLATCH_DATA_DIR", str(data_dir))
+    return data_dir
+
+
 def expected_files(folder: Path, *subdirs: str) -> list[Path]:
     """Capture/case files that have a ``.expected.json`` beside them (empty when absent)."""
     roots = [folder / s for s in subdirs] if subdirs else [folder]

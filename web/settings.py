@@ -6,8 +6,11 @@ Every field is documented here and in ``docs/dashboard.md`` (a test keeps the tw
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import platformdirs
 
 from assembler.config import AssembleConfig
 
@@ -20,6 +23,12 @@ SPEEDS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
 #: The "max" speed: feed events as fast as the server can, renders still coalesced.
 FULL_SPEED = math.inf
 MIN_SPEED, MAX_SPEED = SPEEDS[0], SPEEDS[-1]
+
+
+def default_data_dir() -> Path:
+    """``$TOOLLATCH_DATA_DIR`` if set, else the platform's user data dir for toollatch."""
+    env = os.environ.get("TOOLLATCH_DATA_DIR")
+    return Path(env) if env else platformdirs.user_data_path("toollatch")
 
 
 def speed_label(speed: float) -> str:
@@ -64,6 +73,8 @@ class Settings:
     changes in between are coalesced into the next render.
     ``viewer_queue_frames``: frames queued for one WebSocket viewer before progress-only
     frames are dropped (transitions and verdicts are kept, or the viewer is resynced).
+    ``data_dir``: where stored sources live (``toollatch.sqlite3``); default
+    ``$TOOLLATCH_DATA_DIR``, else the platform's user data directory.
     """
 
     captures_dir: Path | None = None
@@ -76,6 +87,7 @@ class Settings:
     max_sessions: int = 64
     max_renders_per_second: float = 20.0
     viewer_queue_frames: int = 32
+    data_dir: Path = field(default_factory=default_data_dir)
 
     def trusted_hosts(self) -> list[str]:
         """``Host`` values the app answers to (without port)."""
