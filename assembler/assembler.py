@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from .config import AssembleConfig
 from .finalize import check_arguments
@@ -32,7 +30,6 @@ from .model import (
     CallState,
     Cancel,
     CommittedCall,
-    Executor,
     Op,
     Quirk,
     Reason,
@@ -45,94 +42,12 @@ from .model import (
     ToolResult,
     Transition,
 )
+from .calls import CallRecord, RunBudget, append_varint, split_fragments
 from .redact import AssemblyEvent, CallView, EventKind
 from .registry import ToolRegistry
-from .state import CallInput, CallStateMachine
+from .state import CallInput
 
 Clock = Callable[[], float]
-
-
-def _append_varint(out: bytearray, n: int) -> None:
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
-def _split(text: str, lengths: bytearray) -> list[str]:
-    """The fragments again: ``text`` cut at the recorded UTF-8 byte lengths."""
-    data = text.encode("utf-8", "surrogatepass")
-    pieces: list[str] = []
-    pos = shift = n = 0
-    for byte in lengths:
-        n |= (byte & 0x7F) << shift
-        if byte & 0x80:
-            shift += 7
-            continue
-        pieces.append(data[pos : pos + n].decode("utf-8", "surrogatepass"))
-        pos, shift, n = pos + n, 0, 0
-    return pieces
-
-
-class RunBudget:
-    """``max_tool_calls_per_run``: committed calls counted across the streams (turns) of one
-    session. Shared by every :class:`Assembler` of a :class:`~assembler.pipeline.Pipeline`."""
-
-    def __init__(self, limit: int | None) -> None:
-        self.limit = limit
-        self.committed = 0
-        self.executed = 0
-
-    def take(self) -> bool:
-        """Count one more committed call; False (and nothing counted) when over the limit."""
-        if self.limit is not None and self.committed >= self.limit:
-            return False
-        self.committed += 1
-        return True
-
-    def take_execution(self) -> bool:
-        """Re-check at enqueue time: count one more executed call, False when over the limit."""
-        if self.limit is not None and self.executed >= self.limit:
-            return False
-        self.executed += 1
-        return True
-
-
-@dataclass(slots=True)
-class _Call:
-    key: CallKey
-    call_id: str | None
-    name: str | None
-    executor: Executor
-    whole_arguments: str | None
-    machine: CallStateMachine = field(default_factory=CallStateMachine)
-    # Append-only UTF-8 buffer: amortized O(1) per fragment, decoded once at the latch,
-    # about one byte of memory per argument byte. None once released.
-    buffer: bytearray | None = field(default_factory=bytearray)
-    # Byte length of each fragment, varint-encoded (one byte per fragment under 128 bytes),
-    # so a diagnosis can name the fragment where the text broke.
-    lengths: bytearray | None = field(default_factory=bytearray)
-    diagnosis: dict[str, Any] | None = None
-    bytes: int = 0
-    fragments: int = 0
-    reason: str | None = None
-    arguments: Any = None
-    transitions: list[Transition] = field(default_factory=list)
-    last_activity: float = 0.0  # seconds since stream start: call start or last fragment
-    repaired: bool = False  # dropped from history by drop_with_protocol_repair
-
-    def view(self) -> CallView:
-        return CallView(
-            key=self.key,
-            call_id=self.call_id,
-            name=self.name,
-            state=self.machine.state,
-            reason=self.reason,
-            bytes=self.bytes,
-            fragments=self.fragments,
-            executor=self.executor,
-            transitions=tuple(self.transitions),
-        )
 
 
 class Assembler:
@@ -170,7 +85,7 @@ class Assembler:
         self._clock = clock
         self._t0 = clock()
         self._seq = 0
-        self._calls: dict[CallKey, _Call] = {}
+        self._calls: dict[CallKey, CallRecord] = {}
         self._end: StreamEndKind | None = None
         self._end_detail: str | None = None
         self._quirks: dict[str, int] = {}
@@ -288,7 +203,7 @@ class Assembler:
             self._quirk("call_start_repeated", out)
             self._identity(CallIdentity(op.key, op.call_id, op.name), out)
             return
-        call = _Call(op.key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
+        call = CallRecord(op.key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
         if op.whole_arguments:
             call.bytes = len(op.whole_arguments.encode("utf-8", "surrogatepass"))
         in_flight = sum(1 for c in self._calls.values() if not c.machine.state.terminal)
@@ -347,7 +262,7 @@ class Assembler:
                 if n < 0x80:
                     call.lengths.append(n)  # type: ignore[union-attr]
                 else:
-                    _append_varint(call.lengths, n)  # type: ignore[arg-type]
+                    append_varint(call.lengths, n)  # type: ignore[arg-type]
                 if self.progress_events:
                     self._emit(out, "fragment", call)
         elif state is CallState.ARGS_COMPLETE:
@@ -367,7 +282,7 @@ class Assembler:
                 self._latch(call, out)
         self._set_end("complete", detail, out)
 
-    def _latch(self, call: _Call, out: list[AssemblyEvent]) -> None:
+    def _latch(self, call: CallRecord, out: list[AssemblyEvent]) -> None:
         if not call.call_id or not call.name:
             missing = " and ".join(n for n, v in (("call_id", call.call_id), ("name", call.name)) if not v)
             self._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(f"no {missing}"), out)
@@ -392,7 +307,7 @@ class Assembler:
             call.diagnosis = verdict.diagnosis
             if verdict.reason.startswith(Reason.INVALID_JSON.value):
                 if call.fragments and call.lengths is not None:
-                    call.diagnosis = diagnose(_split(text, call.lengths))
+                    call.diagnosis = diagnose(split_fragments(text, call.lengths))
                 elif not call.fragments:
                     call.diagnosis = diagnose([text])
                 if call.diagnosis is not None and call.diagnosis["kind"] == "complete":
@@ -429,19 +344,19 @@ class Assembler:
 
     # ------------------------------------------------------------------ helpers
 
-    def _overflow(self, call: _Call, out: list[AssemblyEvent]) -> None:
+    def _overflow(self, call: CallRecord, out: list[AssemblyEvent]) -> None:
         if self.metrics is not None:
             self.metrics.call_overflow(self.dialect, call.name)
         call.repaired = self.config.on_args_overflow == "drop_with_protocol_repair"
         limit = self.config.max_tool_argument_bytes
         self._fail(call, Reason.ARGUMENTS_EXCEED_MAX_BYTES.with_detail(f"more than {limit} bytes"), out)
 
-    def _fail(self, call: _Call, reason: str, out: list[AssemblyEvent]) -> None:
+    def _fail(self, call: CallRecord, reason: str, out: list[AssemblyEvent]) -> None:
         call.reason = reason
         call.buffer = call.lengths = None  # release the buffer
         self._move(call, CallInput.FAIL, out)
 
-    def _move(self, call: _Call, event: CallInput, out: list[AssemblyEvent]) -> None:
+    def _move(self, call: CallRecord, event: CallInput, out: list[AssemblyEvent]) -> None:
         state = call.machine.apply(event)
         call.transitions.append(Transition(state, self._now()))
         self._emit(out, "state", call)
@@ -455,7 +370,7 @@ class Assembler:
         if self._quirks[name] == 1:
             self._emit(out, "quirk", detail=name)
 
-    def _ordered(self) -> list[_Call]:
+    def _ordered(self) -> list[CallRecord]:
         """Calls in ``finalize_order``: provider index (key order) or arrival."""
         if self.config.finalize_order == "arrival":
             return list(self._calls.values())
@@ -468,7 +383,7 @@ class Assembler:
         self,
         out: list[AssemblyEvent],
         kind: EventKind,
-        call: _Call | None = None,
+        call: CallRecord | None = None,
         *,
         end: StreamEndKind | None = None,
         detail: str | None = None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from .assembler import RunBudget
+from .calls import RunBudget
 from .metrics import Metrics
 from .model import CommittedCall, Reason, ToolResult
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from .assembler import Assembler, Clock, RunBudget
+from .assembler import Assembler, Clock
+from .calls import RunBudget
 from .capture import CaptureError, ProviderEvent
 from .config import AssembleConfig
 from .dialects import ADAPTERS, DialectAdapter, detect, make_adapter

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from assembler import AssembleConfig, CallState
-from assembler.assembler import RunBudget
+from assembler.calls import RunBudget
 from assembler.execute import NotCommittedError, ToolRunner, execute
 from assembler.metrics import Metrics
 from assembler.model import CommittedCall

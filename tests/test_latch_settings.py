@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from assembler import AssembleConfig, CallState, Pipeline, iter_capture
-from assembler.assembler import RunBudget
+from assembler.calls import RunBudget
 from assembler.metrics import Metrics
 from assembler.model import StreamResult
 
