@@ -70,6 +70,7 @@ class Assembler:
         budget: RunBudget | None = None,
         metrics: Metrics | None = None,
         progress_events: bool = True,
+        emit_events: bool = True,
     ) -> None:
         self.dialect = dialect
         self.config = config or AssembleConfig()
@@ -80,7 +81,9 @@ class Assembler:
         self.metrics = metrics
         #: Emit a ``fragment`` event per appended fragment (the dashboard's byte bars);
         #: batch users such as ``toollatch assemble`` turn it off.
-        self.progress_events = progress_events
+        self.progress_events = progress_events and emit_events
+        #: Emit assembly events at all; batch users that only read :meth:`result` turn it off.
+        self.emit_events = emit_events
         self._ended_at: float | None = None  # clock time of the normal end, for to_commit_seconds
         self._clock = clock
         self._t0 = clock()
@@ -388,6 +391,8 @@ class Assembler:
         end: StreamEndKind | None = None,
         detail: str | None = None,
     ) -> None:
+        if not self.emit_events:
+            return
         self._seq += 1
         view = call.view() if call is not None else None
         out.append(AssemblyEvent(self._seq, self._now(), kind, self.stream_index, view, end, detail))

@@ -99,7 +99,7 @@ def _iter_sse(head: bytes, rest: Iterator[bytes], name: str, lines: int = 0, ski
     for chunk in _chain(head, rest):
         for ev in decoder.decode(chunk):
             kind = None if ev.event == "message" else ev.event
-            framing = tuple(sorted(ev.framing))
+            framing = tuple(sorted(ev.framing)) if ev.framing else ()
             yield _parse_payload(ev.data, kind, name, ev.line + lines, ev.offset + skipped, framing)
     decoder.flush()  # the spec dispatches nothing at end of input
 

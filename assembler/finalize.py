@@ -74,6 +74,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+#: Built once: a decoder with hooks costs more to make than a small call costs to parse.
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_reject_constant, parse_float=_finite_float)
+
+
 def strict_loads(text: str) -> Any:
     """Parse ``text`` as exactly one RFC 8259 JSON value; raise :class:`StrictJSONError`.
 
@@ -81,9 +85,7 @@ def strict_loads(text: str) -> Any:
     to infinity, and strings holding a lone surrogate (I-JSON, RFC 7493).
     """
     try:
-        value = json.loads(
-            text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant, parse_float=_finite_float
-        )
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         # exc.msg is the decoder's description ("Expecting ',' delimiter"); it never
         # contains the document. exc.pos counts characters: report UTF-8 bytes.

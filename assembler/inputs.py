@@ -49,13 +49,13 @@ def assemble_path(
                     own = ToolRegistry.from_tools(entry.tools)
                 except RegistryError as exc:
                     raise CaptureError(f"{entry.name}: request tools: {exc}") from None
-            pipeline = Pipeline(dialect, config=config, registry=own, reveal=reveal, name=entry.name, progress_events=False)
+            pipeline = Pipeline(dialect, config=config, registry=own, reveal=reveal, name=entry.name, emit_events=False)
             for event in iter_capture([entry.body], entry.name):
                 pipeline.feed(event)
             pipeline.close()
             out += [(f"{entry.name} {entry.method} {entry.url}", r) for r in pipeline.results()]
         return out
-    pipeline = Pipeline(dialect, config=config, registry=registry, reveal=reveal, name=str(path), progress_events=False)
+    pipeline = Pipeline(dialect, config=config, registry=registry, reveal=reveal, name=str(path), emit_events=False)
     for event in iter_file(path):
         pipeline.feed(event)
     pipeline.close()

@@ -19,7 +19,7 @@ Strategies:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,8 +80,14 @@ def _safe_parse(text: str) -> Any:
 
 
 def naive_lane(events: Iterable[ProviderEvent], dialect: str, latched: list[StreamResult]) -> list[NaiveAction]:
-    """Run every strategy over ``events``; ``latched`` are the streams' real results."""
-    events = list(events)
+    """Run every strategy over ``events``; ``latched`` are the streams' real results.
+
+    ``events`` is read more than once: a :class:`~collections.abc.Collection` that
+    re-reads its input on each iteration (bounded memory) is used as is; any other
+    iterable is first copied into a list.
+    """
+    if not isinstance(events, Collection):
+        events = list(events)
     committed = {
         c.call_id: c.arguments for r in latched for c in r.calls if c.state.value == "committed" and c.call_id
     }
@@ -100,7 +106,7 @@ def _action(strategy: str, kind: str, buf: _Buf, committed: dict[str, Any], valu
     )
 
 
-def _op_strategies(events: list[ProviderEvent], dialect: str, committed: dict[str, Any]) -> list[NaiveAction]:
+def _op_strategies(events: Iterable[ProviderEvent], dialect: str, committed: dict[str, Any]) -> list[NaiveAction]:
     adapter = make_adapter(dialect)
     parses: dict[CallKey, _Buf] = {}
     brackets: dict[CallKey, _Buf] = {}
@@ -159,7 +165,7 @@ def _when_balanced(buf: _Buf, fragment: str, committed: dict[str, Any], out: lis
                 return
 
 
-def _openai_strategies(events: list[ProviderEvent], committed: dict[str, Any], latched_names: list[str | None]) -> list[NaiveAction]:
+def _openai_strategies(events: Iterable[ProviderEvent], committed: dict[str, Any], latched_names: list[str | None]) -> list[NaiveAction]:
     by_position: dict[tuple[int, int], _Buf] = {}
     names: dict[tuple[int, Any], _Buf] = {}
     out: list[NaiveAction] = []

@@ -16,7 +16,7 @@ from .capture import CaptureError, ProviderEvent
 from .config import AssembleConfig
 from .dialects import ADAPTERS, DialectAdapter, detect, make_adapter
 from .metrics import Metrics
-from .model import CallKey, Cancel, CommittedCall, Op, Quirk, StreamError, StreamResult, StreamStart, StreamTruncated
+from .model import ArgsFragment, CallKey, Cancel, CommittedCall, Op, Quirk, StreamError, StreamResult, StreamStart, StreamTruncated
 from .redact import AssemblyEvent
 from .registry import ToolRegistry
 
@@ -26,6 +26,10 @@ DETECTION_WINDOW = 64
 
 class Pipeline:
     """Assembles every stream of one input.
+
+    ``progress_events=False`` skips the per-fragment ``fragment`` events (the dashboard's
+    byte bars); ``emit_events=False`` skips assembly events altogether, for batch users such
+    as ``toollatch assemble`` that only read :meth:`results`.
 
     Raises :class:`~assembler.capture.CaptureError` (from :meth:`feed` or :meth:`close`)
     when the dialect cannot be recognised or is not supported; the message names the input.
@@ -43,11 +47,13 @@ class Pipeline:
         metrics: Metrics | None = None,
         budget: RunBudget | None = None,
         progress_events: bool = True,
+        emit_events: bool = True,
     ) -> None:
         self.config = config or AssembleConfig()
         self.registry = registry
         self.metrics = metrics
         self.progress_events = progress_events
+        self.emit_events = emit_events
         #: ``max_tool_calls_per_run`` counts across every stream (turn) of this input;
         #: pass one budget to several pipelines to count across a longer session.
         self.budget = budget or RunBudget(self.config.max_tool_calls_per_run)
@@ -159,7 +165,9 @@ class Pipeline:
             ops = [StreamError(f"{where}: cannot interpret {self._dialect} event ({type(exc).__name__})")]
         return self._apply_all(framing + ops if framing else ops)
 
-    def _apply_all(self, ops: Iterable[Op]) -> list[AssemblyEvent]:
+    def _apply_all(self, ops: list[Op]) -> list[AssemblyEvent]:
+        if len(ops) == 1 and type(ops[0]) is ArgsFragment and self._streams:  # the hot path
+            return self._streams[-1].apply(ops[0])
         out: list[AssemblyEvent] = []
         for op in ops:
             if type(op) is StreamStart and self._streams and self._streams[-1].began:
@@ -186,6 +194,7 @@ class Pipeline:
                 budget=self.budget,
                 metrics=self.metrics,
                 progress_events=self.progress_events,
+                emit_events=self.emit_events,
             )
         )
 

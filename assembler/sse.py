@@ -27,6 +27,7 @@ __all__ = ["SSEDecoder", "SSEEvent", "iter_sse"]
 _BOM = b"\xef\xbb\xbf"
 _EOL = re.compile(rb"\r\n?|\n")  # the only SSE line ends; never str.splitlines()
 _CR, _LF = 0x0D, 0x0A
+_NO_FRAMING: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -170,7 +171,9 @@ class SSEDecoder:
         return []
 
     def _process(self, line: str, offset: int, events: list[SSEEvent]) -> None:
-        if line[:5] == "data:" and self._first is not None:  # the common line, fast
+        if line[:5] == "data:":  # the common line, fast
+            if self._first is None:
+                self._first = (self._lines_read, offset)
             self._data.append(line[6:] if line[5:6] == " " else line[5:])
             return
         if not line:  # blank line: dispatch (if there is data), then reset
@@ -183,7 +186,7 @@ class SSEDecoder:
                         retry=self._retry,
                         line=self._first[0],
                         offset=self._first[1],
-                        framing=frozenset(self._framing),
+                        framing=frozenset(self._framing) if self._framing else _NO_FRAMING,
                     )
                 )
                 self._framing.clear()  # otherwise carried to the next event

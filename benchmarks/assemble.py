@@ -149,7 +149,7 @@ def floor_anthropic(data: bytes) -> dict[Any, str]:
 
 
 def toollatch(data: bytes) -> Any:
-    pipeline = Pipeline(progress_events=False)  # as `toollatch assemble` runs it
+    pipeline = Pipeline(emit_events=False)  # as `toollatch assemble` runs it
     for event in iter_capture([data]):
         pipeline.feed(event)
     pipeline.close()

@@ -50,6 +50,15 @@ class AnthropicAdapter:
         if not isinstance(data, dict):
             return [Quirk("non_object_event")]
         kind = data.get("type") or event.event
+        if kind == "content_block_delta":  # the hot path: one per fragment
+            delta = data.get("delta")
+            if delta.__class__ is dict and delta.get("type") == "input_json_delta":
+                index = data.get("index")
+                if type(index) is not int or index not in self._tool_blocks:
+                    return [Quirk("input_json_delta_for_non_tool_block")]
+                fragment = delta.get("partial_json")
+                return [ArgsFragment((index,), fragment)] if fragment.__class__ is str and fragment else []
+            return []
         if kind == "message_start":
             return self._message_start(data)
         if kind == "error":
@@ -58,14 +67,6 @@ class AnthropicAdapter:
         if kind == "content_block_start":
             return self._block_start(data.get("index"), data.get("content_block"))
         index = data.get("index") if isinstance(data.get("index"), int) else None
-        if kind == "content_block_delta":
-            delta = data.get("delta")
-            if isinstance(delta, dict) and delta.get("type") == "input_json_delta":
-                if index not in self._tool_blocks:
-                    return [Quirk("input_json_delta_for_non_tool_block")]
-                fragment = delta.get("partial_json")
-                return [ArgsFragment((index,), fragment)] if isinstance(fragment, str) and fragment else []
-            return []
         if kind == "content_block_stop":
             return [BlockStop((index,))] if index in self._tool_blocks else []
         if kind == "message_stop":
