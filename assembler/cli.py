@@ -1,4 +1,4 @@
-"""The ``toollatch`` command: ``assemble`` a capture, or ``serve`` the dashboard.
+"""The ``toollatch`` command: ``assemble`` a capture, ``serve`` the dashboard, or run the ``mock`` provider.
 
 ``toollatch assemble PATH [--dialect NAME] [--tools FILE] [--config FILE] [--json] [--reveal] [--history]``
 exits 0 when the input was read (whatever the verdicts) and 2 with a one-line error on
@@ -116,9 +116,70 @@ def _default_captures() -> Path | None:
     return captures if captures.is_dir() else None
 
 
+#: Sections of a ``serve`` configuration file besides ``agent_stream_assemble``.
+SERVE_SECTIONS = ("upstreams", "api_key_env", "mock")
+
+
+def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
+    """``NAME=VALUE`` options as a mapping; ConfigError naming the option when malformed."""
+    out: dict[str, str] = {}
+    for raw in values or []:
+        name, sep, value = raw.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise ConfigError(f"{option} {raw!r}: expected NAME=VALUE")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _serve_config(path: str | None) -> tuple[AssembleConfig, dict[str, Any]]:
+    """The assembler configuration and the serve sections (``upstreams``, ``api_key_env``,
+    ``mock``) of a YAML file; a file without serve sections reads exactly as ``--config``."""
+    if not path:
+        return AssembleConfig(), {}
+    import yaml
+
+    try:
+        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return AssembleConfig.load(Path(path)), {}  # raises ConfigError with its own message
+    if not isinstance(doc, dict) or not any(k in doc for k in SERVE_SECTIONS):
+        return AssembleConfig.load(Path(path)), {}
+    extra = {k: doc.pop(k) for k in SERVE_SECTIONS if k in doc}
+    for key in ("upstreams", "api_key_env"):
+        value = extra.get(key) or {}
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) and v for k, v in value.items()):
+            raise ConfigError(f"{path}: {key} must map names to strings")
+        extra[key] = value
+    mock = extra.get("mock") or {}
+    if not isinstance(mock, dict) or set(mock) - {"delay", "rechunk"}:
+        raise ConfigError(f"{path}: mock takes delay (seconds) and rechunk (a seed)")
+    delay, seed = mock.get("delay"), mock.get("rechunk")
+    if delay is not None and (not isinstance(delay, (int, float)) or isinstance(delay, bool) or delay < 0):
+        raise ConfigError(f"{path}: mock.delay: {delay!r} is not a number of seconds >= 0")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise ConfigError(f"{path}: mock.rechunk: {seed!r} is not a whole number")
+    extra["mock"] = mock
+    unknown = [k for k in doc if k != "agent_stream_assemble"]
+    if unknown:
+        raise ConfigError(f"{path}: unknown section {unknown[0]!r}; known: agent_stream_assemble, {', '.join(SERVE_SECTIONS)}")
+    section = doc.get("agent_stream_assemble") or {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: agent_stream_assemble must be a mapping")
+    return AssembleConfig.from_mapping(section, source=f"{path}: agent_stream_assemble"), extra
+
+
+def _check_upstreams(upstreams: dict[str, str]) -> None:
+    for name, url in upstreams.items():
+        if not url.startswith(("http://", "https://")) or "/" in name:
+            raise ConfigError(f"upstream {name}={url}: expected NAME=http(s)://host[:port][/path]")
+
+
 def run_serve(args: argparse.Namespace) -> int:
     try:
-        config = _load_config(args.config)
+        config, extra = _serve_config(args.config)
+        upstreams = {**extra.get("upstreams", {}), **_pairs(args.upstream, "--upstream")}
+        _check_upstreams(upstreams)
+        key_env = {**extra.get("api_key_env", {}), **_pairs(args.api_key_env, "--api-key-env")}
     except ConfigError as exc:
         return _fail(str(exc))
     from web.app import run  # the web layer is imported only for this command
@@ -127,8 +188,32 @@ def run_serve(args: argparse.Namespace) -> int:
     captures = Path(args.captures) if args.captures else _default_captures()
     if captures is not None and not captures.is_dir():
         return _fail(f"--captures {captures}: not a directory")
-    extra = {"data_dir": Path(args.data_dir)} if args.data_dir else {}
-    run(Settings(captures_dir=captures, config=config, host=args.host, port=args.port, **extra))
+    options: dict[str, Any] = {"data_dir": Path(args.data_dir)} if args.data_dir else {}
+    mock = extra.get("mock", {})
+    delay = args.mock_delay if args.mock_delay is not None else mock.get("delay")
+    if delay is not None:
+        options["mock_delay"] = float(delay)
+    if mock.get("rechunk") is not None:
+        options["mock_rechunk"] = mock["rechunk"]
+    run(Settings(captures_dir=captures, config=config, host=args.host, port=args.port, upstreams=upstreams, api_key_env=key_env, **options))
+    return 0
+
+
+def run_mock(args: argparse.Namespace) -> int:
+    """``toollatch mock``: the built-in mock provider alone (no dashboard, no key, no network)."""
+    captures = Path(args.captures) if args.captures else _default_captures()
+    if captures is not None and not captures.is_dir():
+        return _fail(f"--captures {captures}: not a directory")
+    delay = args.delay if args.delay is not None else float(os.environ.get("TOOLLATCH_MOCK_DELAY") or 0.02)
+    import uvicorn  # the web layer is imported only for this command
+
+    from web.mock import MockProvider, create_mock_app
+
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"toollatch: warning: binding {args.host}: the mock is meant for loopback only", file=sys.stderr)
+    hosts = ["localhost", "127.0.0.1", "::1", "[::1]", args.host]
+    app = create_mock_app(MockProvider(captures, delay, args.rechunk), hosts)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 
 
@@ -163,7 +248,18 @@ def build_parser() -> argparse.ArgumentParser:
     srv.add_argument("--captures", help="folder of captures to list (default: $TOOLLATCH_SHARED/captures if present)")
     srv.add_argument("--config", help="YAML file with an agent_stream_assemble section")
     srv.add_argument("--data-dir", help="where stored sources live (default: $TOOLLATCH_DATA_DIR or the user data dir)")
+    srv.add_argument("--upstream", action="append", metavar="NAME=URL", help="a proxy upstream: /proxy/NAME/... goes to URL/... (repeatable)")
+    srv.add_argument("--api-key-env", action="append", metavar="NAME=VAR", help="direct connect reads upstream NAME's API key from $VAR")
+    srv.add_argument("--mock-delay", type=float, help="seconds between the built-in mock's writes (default $TOOLLATCH_MOCK_DELAY or 0.02)")
     srv.set_defaults(func=run_serve)
+
+    mck = sub.add_parser("mock", help="run the built-in mock provider alone (OpenAI Chat, Responses, Anthropic)")
+    mck.add_argument("--host", default="127.0.0.1")
+    mck.add_argument("--port", type=int, default=8766)
+    mck.add_argument("--captures", help="folder of captures it also serves (default: $TOOLLATCH_SHARED/captures if present)")
+    mck.add_argument("--delay", type=float, help="seconds between writes (default $TOOLLATCH_MOCK_DELAY or 0.02)")
+    mck.add_argument("--rechunk", type=int, metavar="SEED", help="re-chunk bodies at random byte positions (seeded)")
+    mck.set_defaults(func=run_mock)
     return parser
 
 

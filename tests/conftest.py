@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,18 @@ CAPTURES = SHARED / "captures"
 CASES = SHARED / "cases"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _session_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A temporary default ``Settings.data_dir`` for fixtures set up before any test's own
+    (module-scoped servers): never the user's real data directory."""
+    data_dir = tmp_path_factory.mktemp("session-data")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TOOLLATCH_DATA_DIR", str(data_dir))
+        yield data_dir
+
+
 @pytest.fixture(autouse=True)
-def _tmp_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _tmp_data_dir(_session_data_dir: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test's default ``Settings.data_dir`` is a fresh temporary folder, never the user's."""
     data_dir = tmp_path_factory.mktemp("data")
     monkeypatch.setenv("TOOLLATCH_DATA_DIR", str(data_dir))

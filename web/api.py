@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from .replay import SessionStore
 from .settings import FULL_SPEED, Settings, parse_speed
 from .sources import SourceError, capture_list, demo_list, load_capture, load_demo
+from .triage_routes import session_triage
 
 
 def build_router(settings: Settings, store: SessionStore) -> APIRouter:
@@ -47,20 +48,20 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
         }
 
     @router.get("/sessions")
-    async def sessions() -> dict[str, Any]:
-        return {
-            "sessions": [
-                {"id": s.id, "status": s.status.value, "source": s.source.meta(), "position": s.position, "total": s.total, "speed": s.speed_value}
-                for s in store.all()
-            ]
-        }
+    async def sessions() -> JSONResponse:
+        """A JSON array of the sessions, oldest first, each with its ``id``."""
+        return JSONResponse([
+            {"id": s.id, "status": s.status.value, "source": s.source.meta(), "position": s.position, "total": s.total, "speed": s.speed_value}
+            for s in reversed(store.all())
+        ])
 
     @router.get("/sessions/{sid}")
-    async def session(sid: str) -> JSONResponse:
+    async def session(sid: str, request: Request) -> JSONResponse:
         found = store.get(sid)
         if found is None:
             return JSONResponse({"error": f"no session {sid!r}"}, status_code=404)
-        return JSONResponse({**found.to_json(), "watchers": store.watchers(found), "delivery": store.delivery(found)})
+        triage = await session_triage(found, request.app.state.sources)  # diagnoses, naive lane, exports
+        return JSONResponse({**found.to_json(), "watchers": store.watchers(found), "delivery": store.delivery(found), "triage": triage})
 
     @router.post("/sessions")
     async def create(request: Request) -> JSONResponse:

@@ -19,11 +19,13 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from . import api, observe, pages, ws
+from . import api, library, observe, pages, triage_routes, ws
 from .render import Renderer
 from .fanout import Clock, Sleep
 from .replay import SessionStore
 from .security import SameOriginMiddleware
+from .live_routes import install as install_live
+from .live_store import LiveRenderer, LiveSessionStore
 from .settings import Settings
 from .store import Store
 
@@ -45,13 +47,14 @@ def create_app(settings: Settings | None = None, *, sleep: Sleep = asyncio.sleep
     (seconds, monotonic) times them; tests pass a virtual pair that does not wait.
     """
     settings = settings or Settings()
-    renderer = Renderer(resource_dir("templates"), settings)
-    store = SessionStore(settings, renderer, sleep=sleep, clock=clock)
+    renderer = LiveRenderer(resource_dir("templates"), settings)  # Renderer + live sessions' regions
+    store = LiveSessionStore(settings, renderer, sleep=sleep, clock=clock)  # SessionStore + live sessions
     sources = Store(settings.data_dir)  # persistent uploads/recordings (SQLite under data_dir)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
+        await close_live()
         await store.shutdown()
         sources.close()
 
@@ -61,10 +64,13 @@ def create_app(settings: Settings | None = None, *, sleep: Sleep = asyncio.sleep
     app.state.renderer = renderer
     app.state.sources = sources
     app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")
+    close_live = install_live(app, settings, store, renderer, sources)  # proxy, mock, direct connect, recordings
     app.include_router(pages.build_router(settings, store, renderer))
     app.include_router(api.build_router(settings, store))
     app.include_router(ws.build_router(store))
     app.include_router(observe.build_router(settings, store.metrics, renderer))
+    app.include_router(library.build_router(settings, store, sources, renderer))  # stored sources
+    app.include_router(triage_routes.build_router(settings, store, sources, renderer))  # triage, exports, compare
     # Added last = outermost: the Host check runs first, then the Origin check.
     app.add_middleware(SameOriginMiddleware)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts())

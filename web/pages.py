@@ -15,16 +15,19 @@ Control actions (form field ``action``): ``play``, ``pause``, ``toggle``, ``step
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from .library import receive_upload
 from .render import Renderer, demo_groups
 from .replay import SessionStore
 from .session import Session
 from .settings import FULL_SPEED, Settings, parse_speed
-from .sources import SourceError, capture_list, demo_list, load_capture, load_demo, load_upload
+from .sources import SourceError, capture_list, demo_list, load_capture, load_demo
+from .triage_routes import session_triage
 
 log = logging.getLogger("toollatch.web")
 
@@ -61,10 +64,11 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
     """Routes ``/``, ``/sessions``, ``/sessions/upload``, ``/sessions/{id}``, ``/sessions/{id}/control``."""
     router = APIRouter()
 
-    def index_page(error: str | None = None, status: int = 200) -> HTMLResponse:
+    def index_page(error: str | None = None, status: int = 200, query: Mapping[str, str] | None = None) -> HTMLResponse:
         html = renderer.page(
             "index.html",
             error=error,
+            query=dict(query or {}),
             groups=demo_groups(demo_list()),
             captures=capture_list(settings.captures_dir),
             captures_dir=settings.captures_dir,
@@ -81,8 +85,8 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
         return RedirectResponse(f"/sessions/{session.id}", status_code=303)
 
     @router.get("/", response_class=HTMLResponse)
-    async def index() -> HTMLResponse:
-        return index_page()
+    async def index(request: Request) -> HTMLResponse:
+        return index_page(query=request.query_params)
 
     @router.post("/sessions")
     async def start(request: Request) -> Response:
@@ -104,41 +108,25 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
 
     @router.post("/sessions/upload")
     async def upload(request: Request) -> Response:
-        limit = settings.max_upload_bytes
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit + 2 * 1024 * 1024:
-            return index_page(f"The upload is {int(declared) / 2**20:.1f} MiB; the limit is {limit / 2**20:.0f} MiB.", 413)
+        # A file or pasted text: raw SSE (curl -N / curl -i), JSON Lines, HAR, Bedrock event
+        # stream. Each stream is stored (web.store) and gets its own session.
         try:
-            async with request.form(max_files=2, max_fields=_MAX_FORM_FIELDS) as form:
-                file, tools = form.get("file"), form.get("tools")
-                rate, speed = _start_pace(form.get("rate"))
-                if file is None or isinstance(file, str) or not file.filename:
-                    return index_page("Choose a capture file to upload (raw SSE or JSON Lines).", 400)
-                data = await file.read(limit + 1)
-                filename = file.filename
-                tools_raw: bytes | None = None
-                tools_name = ""
-                if tools is not None and not isinstance(tools, str) and tools.filename:
-                    tools_raw, tools_name = await tools.read(1024 * 1024 + 1), tools.filename
-        except Exception as exc:  # malformed multipart: starlette raises its own errors
-            log.warning("upload rejected: %s", type(exc).__name__)
-            return index_page("The upload could not be read as a multipart form. Use the form below.", 400)
-        if len(data) > limit:
-            return index_page(f"{filename} is larger than the {limit / 2**20:.0f} MiB upload limit.", 413)
-        if tools_raw is not None and len(tools_raw) > 1024 * 1024:
-            return index_page(f"Tools file {tools_name} is larger than 1 MiB.", 413)
-        try:
-            source = load_upload(filename, data, tools_raw, tools_name, settings.config)
+            sources, raw_rate = await receive_upload(request, settings, request.app.state.sources)
         except SourceError as exc:
             return index_page(str(exc), exc.status)
-        return started(store.create(source, rate=rate, speed=speed))
+        rate, speed = _start_pace(raw_rate)
+        created = [store.create(source, rate=rate, speed=speed) for source in sources]
+        if len(created) == 1:
+            return started(created[0])
+        return RedirectResponse("/?started=" + ",".join(s.id for s in created) + "#sessions-h", status_code=303)
 
     @router.get("/sessions/{sid}", response_class=HTMLResponse)
-    async def session_page(sid: str) -> HTMLResponse:
+    async def session_page(sid: str, request: Request) -> HTMLResponse:
         session = store.get(sid)
         if session is None:
             return error_page("Session not found", f"There is no session {sid!r}; it may have expired.", 404)
-        return HTMLResponse(renderer.page("session.html", **renderer.session_context(session), oob=False))
+        triage = await session_triage(session, request.app.state.sources)
+        return HTMLResponse(renderer.page("session.html", **renderer.session_context(session), oob=False, t=triage))
 
     @router.post("/sessions/{sid}/control")
     async def control(sid: str, request: Request) -> Response:

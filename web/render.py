@@ -27,6 +27,7 @@ from assembler.demos import Demo
 from assembler.model import CallState
 
 from . import diagram
+from .triage import card_diagnosis
 from .session import Card, Changes, Session
 from .settings import FULL_SPEED, RATES, SPEEDS, Settings, speed_label, speed_value
 
@@ -113,6 +114,7 @@ class Renderer:
             diagram_nodes=list(diagram.NODES.values()),
             diagram_edges=diagram.EDGES,
             diagram_size=(diagram.WIDTH, diagram.HEIGHT),
+            card_diagnosis=card_diagnosis,
         )
 
     def page(self, name: str, **context: Any) -> str:

@@ -14,8 +14,8 @@ import platformdirs
 
 from assembler.config import AssembleConfig
 
-#: Largest accepted upload, in bytes (20 MiB).
-MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+#: Largest accepted upload, in bytes (50 MiB); uploads are read in 1 MiB pieces.
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 #: Base replay rates offered when starting a session, in provider events per second.
 RATES = (1.0, 2.0, 5.0, 12.0, 30.0, 100.0, 1000.0)
 #: Speeds offered on the session page, as multiples of the session's base rate.
@@ -75,6 +75,12 @@ class Settings:
     frames are dropped (transitions and verdicts are kept, or the viewer is resynced).
     ``data_dir``: where stored sources live (``toollatch.sqlite3``); default
     ``$TOOLLATCH_DATA_DIR``, else the platform's user data directory.
+    ``upstreams``: the proxy's upstreams, ``{name: base_url}`` (``/proxy/<name>/<path>``
+    goes to ``<base_url>/<path>``); ``openai``, ``anthropic`` and ``mock`` not listed go to
+    the built-in mock provider. ``api_key_env``: ``{upstream: ENV_VAR}``, the variable a
+    direct connection reads its API key from. ``mock_delay``: seconds between the mock's
+    writes (``$TOOLLATCH_MOCK_DELAY``, default 0.02). ``mock_rechunk``: a seed to re-chunk
+    the mock's bodies at random byte positions (``None``: one provider event a write).
     """
 
     captures_dir: Path | None = None
@@ -88,6 +94,10 @@ class Settings:
     max_renders_per_second: float = 20.0
     viewer_queue_frames: int = 32
     data_dir: Path = field(default_factory=default_data_dir)
+    upstreams: dict[str, str] = field(default_factory=dict)
+    api_key_env: dict[str, str] = field(default_factory=dict)
+    mock_delay: float = field(default_factory=lambda: float(os.environ.get("TOOLLATCH_MOCK_DELAY") or 0.02))
+    mock_rechunk: int | None = None
 
     def trusted_hosts(self) -> list[str]:
         """``Host`` values the app answers to (without port)."""

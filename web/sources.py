@@ -27,7 +27,7 @@ from assembler.registry import RegistryError, ToolRegistry
 
 log = logging.getLogger("toollatch.web")
 
-SourceKind = Literal["demo", "capture", "upload"]
+SourceKind = Literal["demo", "capture", "upload", "recording"]
 #: File name suffixes listed from the captures directory.
 CAPTURE_SUFFIXES = (".sse", ".jsonl")
 #: Beside ``x.sse``, an optional ``x.tools.json`` holds the request's ``tools`` array.
@@ -59,7 +59,8 @@ class LoadedSource:
     ``name`` is the demo name, the capture's path relative to the captures directory,
     or the uploaded file name. ``data`` is the raw capture; ``count`` the number of
     provider events in it. ``cancel_after`` (demos only) is the number of provider
-    events after which the replay presses Stop.
+    events after which the replay presses Stop. ``stored_id`` is the id of the
+    :class:`web.store.StoredSource` it was loaded from or saved as, if any.
     """
 
     kind: SourceKind
@@ -71,6 +72,7 @@ class LoadedSource:
     dialect: str | None
     tools: list[dict[str, Any]] | None = None
     cancel_after: int | None = None
+    stored_id: str | None = None
 
     @property
     def size(self) -> int:
@@ -95,6 +97,7 @@ class LoadedSource:
             "events": self.count,
             "tools": [_tool_name(t) for t in self.tools] if self.tools is not None else None,
             "cancel_after": self.cancel_after,
+            "stored_id": self.stored_id,
         }
 
 

@@ -123,13 +123,14 @@ class Store:
                 raise
         return source_id
 
-    def get(self, source_id: str) -> StoredSource | None:
-        """The source with its body, or ``None``."""
+    def get(self, source_id: str, *, with_body: bool = True) -> StoredSource | None:
+        """The source with its body (``body`` None when ``with_body`` is false), or ``None``."""
+        columns = "id, kind, name, created, size, tools, meta, summary" + (", body" if with_body else "")
         with self._lock:
-            row = self._conn.execute(
-                "SELECT id, kind, name, created, size, tools, meta, summary, body FROM sources WHERE id = ?", (source_id,)
-            ).fetchone()
-        return None if row is None else _source(row[:8], body=bytes(row[8]))
+            row = self._conn.execute(f"SELECT {columns} FROM sources WHERE id = ?", (source_id,)).fetchone()
+        if row is None:
+            return None
+        return _source(row[:8], body=bytes(row[8]) if with_body else None)
 
     def list(self, *, kind: str | None = None) -> list[StoredSource]:
         """Every source (of ``kind``, if given), oldest first, without bodies."""

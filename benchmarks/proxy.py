@@ -1,0 +1,173 @@
+"""Latency the recording proxy adds per chunk, over loopback, against the built-in mock.
+
+    .venv/bin/python benchmarks/proxy.py [--streams 20] [--rate 200] [--chunks 1000] [--rounds 2]
+
+Three processes: the mock provider (the toollatch mock app, with each write stamped), the
+dashboard (``toollatch serve --upstream bench=<mock>``) and this client. The mock
+prefixes every write with an SSE comment line ``: t=<CLOCK_MONOTONIC ns>`` (comments are
+ignored by SSE readers; the assembler counts them as a quirk). The client reads ``streams``
+concurrent streams of ``chunks`` chunks at ``rate`` chunks/s each, records for every chunk
+``arrival - stamp`` (CLOCK_MONOTONIC is one clock for every process on the machine), and
+does so directly against the mock and through ``/proxy/bench/...`` in alternating rounds
+of the same run. The proxy's added latency is the difference of the percentiles; the
+target is p99 added < 2 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+STAMP = re.compile(rb": t=(\d+)\n")
+TARGET_P99_MS = 2.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_upstream(port: int, captures: Path, delay: float) -> None:
+    """The mock provider with every write stamped (runs in its own process)."""
+    import uvicorn
+    from starlette.types import Message, Receive, Scope, Send
+
+    from web.mock import MockProvider, create_mock_app
+
+    inner = create_mock_app(MockProvider(captures, delay=delay), ["127.0.0.1"])
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        streaming = False
+
+        async def stamped(message: Message) -> None:
+            nonlocal streaming
+            if message["type"] == "http.response.start":
+                streaming = any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in message["headers"])
+            elif streaming and message["type"] == "http.response.body" and message.get("body"):
+                message = {**message, "body": b": t=%d\n" % time.monotonic_ns() + message["body"]}
+            await send(message)
+
+        await inner(scope, receive, stamped if scope["type"] == "http" else send)
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+def wait_up(url: str, process: subprocess.Popen[bytes]) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{url}: server exited with {process.returncode}")
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    raise SystemExit(f"{url}: server did not start")
+
+
+async def one_stream(client: object, url: str, body: dict[str, object], latencies: list[float]) -> int:
+    chunks = 0
+    async with client.stream("POST", url, json=body) as response:  # type: ignore[attr-defined]
+        response.raise_for_status()
+        async for data in response.aiter_raw():
+            now = time.monotonic_ns()
+            for match in STAMP.finditer(data):
+                latencies.append((now - int(match.group(1))) / 1e6)
+                chunks += 1
+    return chunks
+
+
+async def round_of(url: str, streams: int, body: dict[str, object]) -> tuple[list[float], float, int]:
+    import httpx
+
+    latencies: list[float] = []
+    limits = httpx.Limits(max_connections=streams + 4, max_keepalive_connections=streams + 4)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+        started = time.monotonic()
+        counts = await asyncio.gather(*(one_stream(client, url, body, latencies) for _ in range(streams)))
+        elapsed = time.monotonic() - started
+    return latencies, elapsed, sum(counts)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, default=20)
+    parser.add_argument("--rate", type=float, default=200.0, help="chunks per second per stream")
+    parser.add_argument("--chunks", type=int, default=1000, help="chunks per stream")
+    parser.add_argument("--rounds", type=int, default=2, help="direct/proxied round pairs")
+    parser.add_argument("--upstream-server", nargs=3, metavar=("PORT", "CAPTURES", "DELAY"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.upstream_server:
+        port, captures, delay = args.upstream_server
+        run_upstream(int(port), Path(captures), float(delay))
+        return 0
+
+    from assembler.demos import stress_demo
+
+    work = Path(tempfile.mkdtemp(prefix="toollatch-bench-"))
+    (work / "caps").mkdir()
+    (work / "caps" / "stress.sse").write_bytes(stress_demo(events=args.chunks, calls=4).wire)
+    mock_port, proxy_port = free_port(), free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env, "cwd": ROOT}
+    mock = subprocess.Popen([sys.executable, __file__, "--upstream-server", str(mock_port), str(work / "caps"), str(1 / args.rate)], **quiet)  # type: ignore[call-overload]
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "assembler.cli", "serve", "--port", str(proxy_port), "--data-dir", str(work / "data"),
+         "--captures", str(work / "caps"), "--upstream", f"bench=http://127.0.0.1:{mock_port}"],
+        **quiet,  # type: ignore[call-overload]
+    )
+    try:
+        wait_up(f"http://127.0.0.1:{mock_port}/api/scenarios", mock)
+        wait_up(f"http://127.0.0.1:{proxy_port}/api/sources", serve)
+        body = {"model": "stress.sse", "stream": True, "messages": [{"role": "user", "content": "bench"}]}
+        direct_url = f"http://127.0.0.1:{mock_port}/v1/chat/completions"
+        proxy_url = f"http://127.0.0.1:{proxy_port}/proxy/bench/v1/chat/completions"
+        asyncio.run(round_of(direct_url, 2, body))  # warm up both paths
+        asyncio.run(round_of(proxy_url, 2, body))
+        direct: list[float] = []
+        proxied: list[float] = []
+        rates: dict[str, list[float]] = {"direct": [], "proxied": []}
+        for _ in range(args.rounds):
+            for name, url, sink in (("direct", direct_url, direct), ("proxied", proxy_url, proxied)):
+                got, elapsed, count = asyncio.run(round_of(url, args.streams, body))
+                sink.extend(got)
+                rates[name].append(count / args.streams / elapsed)
+    finally:
+        for process in (serve, mock):
+            process.terminate()
+            process.wait(timeout=10)
+
+    print(f"toollatch proxy benchmark: {args.streams} concurrent streams x {args.chunks} chunks at {args.rate:g} chunks/s each, "
+          f"loopback, {args.rounds} direct/proxied round pairs (Python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
+    print(f"{'path':<9} {'chunks':>8} {'chunks/s/stream':>16} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'mean ms':>8}")
+    for name, values in (("direct", direct), ("proxied", proxied)):
+        print(f"{name:<9} {len(values):>8} {statistics.mean(rates[name]):>16.1f} {pct(values, 50):>8.3f} {pct(values, 99):>8.3f} "
+              f"{max(values):>8.3f} {statistics.mean(values):>8.3f}")
+    added50, added99 = pct(proxied, 50) - pct(direct, 50), pct(proxied, 99) - pct(direct, 99)
+    verdict = "PASS" if added99 < TARGET_P99_MS else "FAIL"
+    print(f"added by the proxy per chunk: p50 {added50:.3f} ms, p99 {added99:.3f} ms (target p99 < {TARGET_P99_MS:g} ms: {verdict})")
+    return 0 if verdict == "PASS" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

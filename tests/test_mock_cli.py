@@ -1,0 +1,105 @@
+"""``toollatch mock`` and the serve command's proxy options: ``--upstream``, ``--api-key-env``,
+``--mock-delay`` and the YAML sections ``upstreams``, ``api_key_env``, ``mock``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from assembler import cli
+from assembler.config import ConfigError
+
+from .test_live_server import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_serve_sections_are_read_beside_the_assembler_settings(tmp_path: Path) -> None:
+    path = tmp_path / "serve.yaml"
+    path.write_text(
+        "agent_stream_assemble:\n  max_tool_argument_bytes: 1024\n"
+        "upstreams:\n  openai: https://api.openai.com\n"
+        "api_key_env:\n  openai: OPENAI_API_KEY\n"
+        "mock:\n  delay: 0.1\n  rechunk: 3\n"
+    )
+    config, extra = cli._serve_config(str(path))
+    assert config.max_tool_argument_bytes == 1024
+    assert extra == {"upstreams": {"openai": "https://api.openai.com"}, "api_key_env": {"openai": "OPENAI_API_KEY"}, "mock": {"delay": 0.1, "rechunk": 3}}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("upstreams: [a]\n", "upstreams must map names to strings"),
+        ("mock:\n  speed: 2\n", "mock takes delay"),
+        ("mock:\n  delay: -1\n", "is not a number of seconds"),
+        ("upstreams: {}\nextras: {}\n", "unknown section 'extras'"),
+        ("upstreams: {}\nagent_stream_assemble:\n  max_tool_argument_byte: 1\n", "did you mean 'max_tool_argument_bytes'"),
+        ("agent_stream_assemble:\n  nope: 1\n", "unknown key 'nope'"),
+    ],
+)
+def test_bad_serve_sections_are_refused_by_name(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        cli._serve_config(str(path))
+
+
+def test_serve_passes_upstreams_and_keys_to_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import web.app
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(web.app, "run", lambda settings: seen.setdefault("settings", settings))
+    path = tmp_path / "serve.yaml"
+    path.write_text("upstreams:\n  gw: http://127.0.0.1:4000\nmock:\n  delay: 0.5\n")
+    argv = ["serve", "--config", str(path), "--upstream", "openai=https://api.openai.com/v1", "--api-key-env", "openai=OPENAI_API_KEY", "--mock-delay", "0"]
+    assert cli.main(argv) == 0
+    settings = seen["settings"]
+    assert settings.upstreams == {"gw": "http://127.0.0.1:4000", "openai": "https://api.openai.com/v1"}
+    assert settings.api_key_env == {"openai": "OPENAI_API_KEY"} and settings.mock_delay == 0.0
+
+
+@pytest.mark.parametrize("option", ["--upstream=openai", "--upstream=openai=ftp://x", "--api-key-env==X"])
+def test_malformed_options_exit_2(option: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["serve", option]) == 2
+    assert capsys.readouterr().err.startswith("toollatch: error:")
+
+
+def test_binding_another_address_warns(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import uvicorn
+
+    from web import Settings, app
+
+    monkeypatch.setattr(uvicorn, "run", lambda *a, **k: None)
+    app.run(Settings(host="0.0.0.0"))
+    assert "binding 0.0.0.0: the dashboard is meant for loopback only" in caplog.text
+
+
+def test_toollatch_mock_runs_the_mock_alone(tmp_path: Path) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "assembler.cli", "mock", "--port", str(port), "--delay", "0", "--captures", str(tmp_path)]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                scenarios = httpx.get(base + "/api/scenarios").json()
+                break
+            except httpx.ConnectError:
+                assert time.monotonic() < deadline and process.poll() is None, "toollatch mock did not start"
+                time.sleep(0.05)
+        assert "parallel" in scenarios
+        response = httpx.post(base + "/v1/responses", json={"model": "single", "stream": True})
+        assert response.status_code == 200 and b"event: response.completed" in response.content
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        assert process.stderr is not None
+        process.stderr.close()

@@ -1,0 +1,358 @@
+"""Live sessions: a stream arriving over the network, assembled as its bytes arrive.
+
+A :class:`LiveSession` is a :class:`~web.session.Session` fed by the proxy (or by a direct
+connection the server makes) instead of a replay runner: :meth:`LiveSession.feed_bytes`
+takes each chunk exactly as received, decodes it incrementally
+(:class:`IncrementalCapture`, the same decoding as :func:`assembler.capture.iter_capture`)
+and feeds the provider events to the pipeline. The session's redacted state, renders and
+WebSocket fan-out are the replay machinery's own, so the session page fills in real time.
+
+A live session ends one of four ways: the upstream body ended (:meth:`finish`: a stream
+without its normal end is truncated), the upstream dropped mid-stream (:meth:`dropped`:
+truncated, open calls FAILED ``stream_truncated``), a user stop or client disconnect
+(:meth:`~web.session.Session.cancel`: open calls CANCELLED with their error results), or
+no stream at all (:meth:`failed`: a connect failure or an upstream 4xx/5xx).
+
+Its pipeline runs on the wall clock (seconds since the request began), not a virtual one.
+The raw bytes are kept so the session can be saved as a recording; request headers never
+reach this module.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from assembler.capture import ProviderEvent, _parse_payload  # the very payload rules iter_capture uses
+from assembler.config import AssembleConfig
+from assembler.metrics import Metrics
+from assembler.mockwire import MOCK_DIALECTS, MockDialect, synthesize_stream
+from assembler.pipeline import Pipeline
+from assembler.registry import RegistryError, ToolRegistry
+from assembler.sse import SSEDecoder
+
+from .session import Session, Status
+from .store import tool_names
+
+log = logging.getLogger("toollatch.web")
+
+#: Endpoint path endings → the dialect a request there speaks.
+ENDPOINT_DIALECTS: tuple[tuple[str, MockDialect], ...] = (
+    ("chat/completions", "openai-chat"),
+    ("responses", "openai-responses"),
+    ("messages", "anthropic"),
+)
+
+
+def endpoint_dialect(path: str) -> MockDialect | None:
+    """``v1/chat/completions`` → ``openai-chat``; None for other paths."""
+    clean = path.rstrip("/")
+    return next((d for suffix, d in ENDPOINT_DIALECTS if clean.endswith(suffix)), None)
+
+
+_TOKENISH = re.compile(r"\b(?:sk|pk|rk|key|AIza)[-_A-Za-z0-9]{6,}|[A-Za-z0-9_\-]{32,}")
+
+
+def describe_error(status: int, body: bytes) -> str:
+    """``Upstream answered 404: not_found_error: …`` from a provider error body; anything
+    that looks like a key or token (providers echo masked keys) is replaced."""
+    detail = ""
+    try:
+        doc = json.loads(body)
+        error = doc.get("error") if isinstance(doc, dict) else None
+        if isinstance(error, dict):
+            kind = error.get("type") or error.get("code") or ""
+            detail = f"{kind}: {error.get('message') or ''}".strip(": ")
+        elif isinstance(error, str):
+            detail = error
+    except (ValueError, UnicodeDecodeError):
+        detail = ""
+    detail = _TOKENISH.sub("[redacted]", detail)[:300]
+    return f"Upstream answered {status}" + (f": {detail}" if detail else ".")
+
+
+class IncrementalCapture:
+    """Push-style capture decoding: ``decode(chunk)`` returns the events the chunk
+    completes, ``close()`` those left at end of input. SSE and JSON Lines, detected from
+    the first non-blank byte exactly as :func:`assembler.capture.iter_capture` does; any
+    split of the input gives the same events as reading it whole."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._head = b""
+        self._mode: str | None = None  # "sse" or "jsonl" once known
+        self._sse = SSEDecoder()
+        self._line: list[bytes] = []
+        self._lines = 0
+        self._offset = 0
+
+    def decode(self, chunk: bytes) -> list[ProviderEvent]:
+        if self._mode is None:
+            self._head += chunk
+            stripped = self._head.lstrip(b"\xef\xbb\xbf \t\r\n")
+            if not stripped:
+                return []
+            self._mode = "jsonl" if stripped[:1] == b"{" else "sse"
+            chunk, self._head = self._head, b""
+        return self._sse_events(self._sse.decode(chunk)) if self._mode == "sse" else self._jsonl(chunk)
+
+    def close(self) -> list[ProviderEvent]:
+        if self._mode == "sse":
+            return self._sse_events(self._sse.flush())
+        if self._mode == "jsonl" and self._line:
+            raw = b"".join(self._line)
+            self._line = []
+            return [self._jsonl_event(raw, self._lines + 1)] if raw.strip() else []
+        return []
+
+    def _sse_events(self, events: list[Any]) -> list[ProviderEvent]:
+        out = []
+        for ev in events:
+            kind = None if ev.event == "message" else ev.event
+            out.append(_parse_payload(ev.data, kind, self.name, ev.line, ev.offset, tuple(sorted(ev.framing))))
+        return out
+
+    def _jsonl(self, chunk: bytes) -> list[ProviderEvent]:
+        out: list[ProviderEvent] = []
+        start = 0
+        while (nl := chunk.find(b"\n", start)) != -1:
+            self._line.append(chunk[start : nl + 1])
+            raw = b"".join(self._line)
+            self._line = []
+            self._lines += 1
+            if raw.strip():
+                out.append(self._jsonl_event(raw, self._lines))
+            self._offset += len(raw)
+            start = nl + 1
+        if start < len(chunk):
+            self._line.append(chunk[start:])
+        return out
+
+    def _jsonl_event(self, raw: bytes, line: int) -> ProviderEvent:
+        try:
+            text = raw.decode("utf-8").removeprefix("\ufeff")
+        except UnicodeDecodeError:
+            return ProviderEvent(None, None, line, self._offset, f"{self.name}:{line} (byte {self._offset}): not UTF-8")
+        return _parse_payload(text, None, self.name, line, self._offset)
+
+
+class LiveSource:
+    """What a live session shows of its request: never headers, never the API key.
+
+    Duck-types :class:`web.sources.LoadedSource` for the session templates and JSON twin;
+    ``data`` grows as bytes arrive and ``count`` as provider events are decoded.
+    """
+
+    kind = "live"
+    cancel_after: int | None = None
+
+    def __init__(self, name: str, *, upstream: str, endpoint: str, dialect: str | None, request: dict[str, Any] | None) -> None:
+        self.name = name
+        self.upstream = upstream
+        self.endpoint = endpoint
+        self.dialect = dialect
+        self.request = request  # the request body (model, tools, messages): recorded
+        tools = request.get("tools") if isinstance(request, dict) else None
+        self.tools: list[dict[str, Any]] | None = tools if isinstance(tools, list) and tools else None
+        self.model = str(request.get("model")) if isinstance(request, dict) and request.get("model") is not None else None
+        self.streaming = bool(isinstance(request, dict) and request.get("stream") is True)
+        self.title = f"Live: {upstream} {endpoint}" + (f" · {self.model}" if self.model else "")
+        self.description = f"A live {dialect or 'provider'} stream through the proxy, assembled as its bytes arrive" + (
+            "; arguments are checked against the request's tools." if self.tools else "; the request had no tools, so names and schemas are not checked."
+        )
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.count = 0
+        self.http_status: int | None = None
+        self.content_type: str | None = None
+        self.recording: str | None = None  # the Store id once saved
+        self.started = time.time()
+
+    @property
+    def data(self) -> bytes:
+        return b"".join(self.chunks)
+
+    def iter_events(self) -> Any:
+        return iter(())  # a live session is never stepped through a replay
+
+    def registry(self) -> ToolRegistry | None:
+        if self.tools is None:
+            return None
+        try:
+            return ToolRegistry.from_tools(self.tools)
+        except RegistryError as exc:
+            log.warning("live session: request tools not usable as a registry (%s)", type(exc).__name__)
+            return None
+
+    def meta(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "title": self.title,
+            "dialect": self.dialect,
+            "size": self.size,
+            "events": self.count,
+            "tools": tool_names(self.tools) if self.tools is not None else None,
+            "cancel_after": None,
+            "upstream": self.upstream,
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "streaming": self.streaming,
+            "http_status": self.http_status,
+            "content_type": self.content_type,
+            "recording": self.recording,
+        }
+
+
+class LiveSession(Session):
+    """A session fed by a live stream. ``abort`` (set by whoever drives the upstream
+    request) stops it: the Stop button calls it."""
+
+    live = True
+
+    def __init__(self, sid: str, source: LiveSource, config: AssembleConfig, metrics: Metrics | None = None) -> None:
+        self._t0 = time.monotonic()
+        super().__init__(sid, source, config, 1.0, 1.0, metrics)  # type: ignore[arg-type]
+        self.live_source = source
+        self.abort: Callable[[], None] | None = None
+        self.end_kind: str | None = None  # complete, truncated, dropped, cancelled, error
+        self._capture = IncrementalCapture(source.name)
+        self.status = Status.PLAYING
+
+    def reset(self) -> None:
+        super().reset()
+        self.pipeline = Pipeline(
+            config=self.config,
+            registry=self.source.registry(),
+            clock=lambda: time.monotonic() - self._t0,
+            name=self.source.name,
+            metrics=getattr(self, "metrics", None),
+        )
+
+    @property
+    def total(self) -> int:
+        return self.live_source.count
+
+    def step(self, count: int = 1) -> None:
+        """Nothing to step: events arrive from the network."""
+
+    # ------------------------------------------------------------------ feeding
+
+    def feed_bytes(self, chunk: bytes) -> None:
+        """One chunk exactly as received: kept for the recording, decoded, assembled."""
+        self.live_source.chunks.append(chunk)
+        self.live_source.size += len(chunk)
+        self.pending.status = True
+        if self.status.done or self.upstream_error or not self.live_source.streaming and self._json_body:
+            return  # an error or JSON body is read once complete; after the end, bytes are only kept
+        for event in self._capture.decode(chunk):
+            self._event(event)
+
+    @property
+    def upstream_error(self) -> bool:
+        """The upstream answered with an HTTP error status (4xx/5xx)."""
+        return (self.live_source.http_status or 200) >= 400
+
+    @property
+    def _json_body(self) -> bool:
+        return (self.live_source.content_type or "").startswith("application/json")
+
+    def _event(self, event: ProviderEvent) -> None:
+        self.live_source.count += 1
+        self.position = self.live_source.count
+        self._guard(lambda: self.pipeline.feed(event))
+
+    def finish(self) -> None:
+        """The upstream body ended: assemble what is left; no normal end means truncated."""
+        if self.status.done:
+            return
+        if self.upstream_error:
+            self.failed(describe_error(self.live_source.http_status or 0, self.live_source.data))
+            return
+        if self._json_body and not self.live_source.streaming:
+            self._assemble_json()
+        else:
+            for event in self._capture.close():
+                self._event(event)
+        if not self.status.done:
+            self._guard(self.pipeline.close)
+        self._end("complete" if self._stream_end() == "complete" else "truncated")
+
+    def _assemble_json(self) -> None:
+        """A non-streaming body, re-told as the stream that would have carried it."""
+        dialect = self.live_source.dialect
+        try:
+            doc = json.loads(self.live_source.data)
+            if dialect not in MOCK_DIALECTS or not isinstance(doc, dict):
+                raise ValueError("not a known response body")
+            wire = synthesize_stream(dialect, doc, self.live_source.name)  # type: ignore[arg-type]
+        except ValueError as exc:
+            self.error = f"The non-streaming response could not be read as a {dialect or 'known'} body ({type(exc).__name__})."
+            return
+        capture = IncrementalCapture(self.live_source.name)
+        for event in [*capture.decode(wire), *capture.close()]:
+            self._event(event)
+
+    def dropped(self, detail: str) -> None:
+        """The upstream connection broke mid-body: the stream is truncated."""
+        if self.status.done:
+            return
+        for event in self._capture.close():
+            self._event(event)
+        self.error = f"The upstream connection dropped mid-stream ({detail})."
+        if not self.status.done:
+            self._guard(self.pipeline.close)
+        self._end("dropped")
+
+    def failed(self, message: str) -> None:
+        """No stream: the upstream could not be reached or answered with an error status."""
+        if self.status.done:
+            return
+        self.error = message
+        self.end_kind = "error"
+        self.set_status(Status.ERROR)
+
+    def cancel(self, detail: str = "user stop") -> None:
+        if self.status.done:
+            return
+        super().cancel(detail)
+        self.end_kind = "cancelled"
+
+    def _end(self, kind: str) -> None:
+        self.end_kind = kind
+        if not self.status.done:
+            self.set_status(Status.FINISHED)
+
+    def _stream_end(self) -> str | None:
+        return str(list(self.ends.values())[-1].kind) if self.ends else None
+
+    # ------------------------------------------------------------------ JSON
+
+    def to_json(self) -> dict[str, Any]:
+        doc = super().to_json()
+        doc["live"] = {"end": self.end_kind, "elapsed_s": round(time.monotonic() - self._t0, 3), **self.live_source.meta()}
+        return doc
+
+    def recording_meta(self) -> dict[str, Any]:
+        """What a recording keeps besides the bytes: never headers."""
+        src = self.live_source
+        return {
+            "upstream": src.upstream,
+            "endpoint": src.endpoint,
+            "dialect": self.pipeline.dialect or src.dialect,
+            "model": src.model,
+            "streaming": src.streaming,
+            "format": "json" if self._json_body and not src.streaming else "sse",
+            "http_status": src.http_status,
+            "content_type": src.content_type,
+            "end": self.end_kind,
+            "cancel_after": self.live_source.count if self.end_kind == "cancelled" else None,
+            "error": self.error,
+            "session": self.id,
+            "request": src.request,
+            "started": src.started,
+        }

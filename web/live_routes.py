@@ -1,0 +1,142 @@
+"""Routes for live streams: the proxy, the built-in mock, direct connect and recordings.
+
+* ``/proxy/<upstream>/<path>`` — the recording proxy (:mod:`web.proxy`);
+* ``/mock/v1/chat/completions``, ``/mock/v1/responses``, ``/mock/v1/messages``,
+  ``/mock/v1/models`` and ``GET /api/scenarios`` — the built-in mock (:mod:`web.mock`);
+* ``POST /connect`` — direct connect (:mod:`web.connect`): the server streams from the
+  upstream itself and redirects to the live session;
+* ``GET /sessions/{id}/recording`` — a live session's recording (the bytes as received);
+* ``POST /recordings/{rid}/replay`` — replay a recording (same verdicts);
+* ``GET /api/live`` — the upstreams, the mock's scenarios and the live sessions.
+
+:func:`install` adds them to the app and returns the coroutine function that closes the
+httpx clients at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from . import mock as mock_module
+from . import proxy
+from .connect import ConnectError, auth_headers, build_request
+from .live_store import LiveRenderer, LiveSessionStore, recording_source
+from .settings import Settings
+from .sources import SourceError
+from .store import Store
+
+log = logging.getLogger("toollatch.web")
+
+_MAX_FORM_FIELDS = 8
+
+
+def install(app: FastAPI, settings: Settings, store: LiveSessionStore, renderer: LiveRenderer, sources: Store) -> Callable[[], Awaitable[None]]:
+    """Mount the live-stream routes; returns ``close()`` for the app's shutdown."""
+    proxy.install_log_filters()
+    provider = mock_module.MockProvider(settings.captures_dir, settings.mock_delay, settings.mock_rechunk)
+    upstreams = proxy.Upstreams(settings, provider)
+    store.recordings = sources
+    tasks: set[asyncio.Task[None]] = set()
+    app.state.upstreams = upstreams
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    renderer.live_context = lambda: {
+        "proxy_base": f"http://{host}:{settings.port}/proxy",
+        "live_upstreams": [{"name": n, "mock": upstreams.is_mock(n)} for n in upstreams.names()],
+        "scenarios": provider.scenarios(),
+    }
+    app.state.mock = provider
+    app.include_router(mock_module.build_router(provider, prefix="/mock"))
+    app.include_router(proxy.build_router(settings, store, upstreams))
+    app.include_router(_router(settings, store, renderer, sources, upstreams, provider, tasks))
+
+    async def close() -> None:
+        for task in list(tasks):
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await upstreams.aclose()
+
+    return close
+
+
+def _router(
+    settings: Settings,
+    store: LiveSessionStore,
+    renderer: LiveRenderer,
+    sources: Store,
+    upstreams: proxy.Upstreams,
+    provider: mock_module.MockProvider,
+    tasks: set[asyncio.Task[None]],
+) -> APIRouter:
+    router = APIRouter()
+
+    def error_page(title: str, message: str, status: int) -> HTMLResponse:
+        return HTMLResponse(renderer.page("error.html", title=title, message=message), status_code=status)
+
+    @router.post("/connect")
+    async def connect(request: Request) -> Response:
+        async with request.form(max_files=0, max_fields=_MAX_FORM_FIELDS) as form:
+            fields = {k: str(form.get(k) or "") for k in ("upstream", "api", "model", "tools", "prompt")}
+        name = fields["upstream"] or "mock"
+        if upstreams.base(name) is None:
+            return error_page("Unknown upstream", f"There is no upstream {name!r}.", 400)
+        mock = upstreams.is_mock(name)
+        try:
+            plan = build_request(name, fields["api"] or "chat", fields["model"], fields["tools"], fields["prompt"], mock=mock)
+            headers = auth_headers(name, plan.api, settings.api_key_env, mock=mock)
+        except ConnectError as exc:
+            return error_page("Cannot connect", str(exc), 400)
+        body = json.dumps(plan.body).encode()
+        session = proxy.new_session(store, name, plan.path, body)
+        secrets = proxy.secret_values(headers)
+        upstream = await proxy.open_upstream(upstreams, store, name, "POST", plan.path, "", headers, body, session)
+        if isinstance(upstream, httpx.Response):
+            task = asyncio.get_running_loop().create_task(proxy.consume(upstream, session, store, secrets), name=f"connect-{session.id}")
+            session.abort = task.cancel
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        return RedirectResponse(f"/sessions/{session.id}", status_code=303)
+
+    @router.get("/sessions/{sid}/recording")
+    async def recording(sid: str) -> Response:
+        session = store.get(sid)
+        rid = getattr(getattr(session, "live_source", None), "recording", None)
+        stored = sources.get(rid) if rid else None
+        if stored is None or stored.body is None:
+            return error_page("No recording", f"Session {sid!r} has no recording (yet).", 404)
+        streaming = bool(stored.meta.get("streaming"))
+        media = "text/event-stream" if streaming else str(stored.meta.get("content_type") or "application/octet-stream")
+        suffix = "sse" if streaming else "json" if "json" in media else "bin"
+        return Response(stored.body, media_type=media.split(";")[0], headers={"content-disposition": f'attachment; filename="recording-{sid}.{suffix}"'})
+
+    @router.post("/recordings/{rid}/replay")
+    async def replay(rid: str, request: Request) -> Response:
+        stored = sources.get(rid)
+        if stored is None or stored.kind != "recording":
+            return error_page("No recording", f"There is no recording {rid!r}.", 404)
+        try:
+            source = recording_source(stored, settings.config)
+        except SourceError as exc:
+            return error_page("Cannot replay", str(exc), exc.status)
+        session = store.create(source)
+        if "application/json" in request.headers.get("accept", ""):
+            return JSONResponse({**session.to_json(), "url": f"/sessions/{session.id}"}, status_code=201)
+        return RedirectResponse(f"/sessions/{session.id}", status_code=303)
+
+    @router.get("/api/live")
+    async def live() -> dict[str, Any]:
+        return {
+            "upstreams": [{"name": n, "mock": upstreams.is_mock(n), "api_key_env": settings.api_key_env.get(n)} for n in upstreams.names()],
+            "scenarios": provider.scenarios(),
+            "sessions": [{"id": s.id, "status": s.status.value, "end": s.end_kind, **s.live_source.meta()} for s in store.live_sessions()],
+        }
+
+    return router
+

@@ -1,0 +1,233 @@
+"""Live sessions in the session store, their page regions, and their recordings.
+
+:class:`LiveSessionStore` is the app's :class:`~web.replay.SessionStore` with live
+sessions added: they are created by the proxy or a direct connection, never stepped by a
+replay runner, and replay controls do nothing to them except Stop, which aborts the
+upstream request (through :attr:`web.live.LiveSession.abort`) and cancels open calls.
+
+:class:`LiveRenderer` renders a live session's status and controls from
+``partials/_live_status.html`` and ``partials/_live_controls.html`` (a Stop button and the
+recording link instead of replay controls); everything else is the replay's own partials.
+
+:func:`save_recording` writes a finished live session to the :class:`~web.store.Store`
+as ``kind="recording"``: the response bytes as received, the request's tools and body,
+never a header. :func:`recording_source` turns a recording back into a replayable source
+that reaches the same verdicts (a cancelled recording stops at the same event).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets as _secrets
+from collections.abc import Callable
+from typing import Any
+
+from assembler.mockwire import MOCK_DIALECTS, synthesize_stream
+from assembler.registry import ToolRegistry
+
+from .fanout import Broadcaster
+from .live import LiveSession, LiveSource
+from .render import Renderer
+from .replay import SessionStore
+from .session import Session
+from .sources import LoadedSource, SourceError, check
+from .store import Store, StoredSource
+
+log = logging.getLogger("toollatch.web")
+
+_LIVE_PARTS = {"_controls.html": "_live_controls.html", "_status.html": "_live_status.html"}
+
+
+def is_live(session: Session) -> bool:
+    return isinstance(session, LiveSession)
+
+
+class LiveRenderer(Renderer):
+    """The dashboard renderer, with a live session's own status and controls, and the
+    index page's live-stream section (``live_context``, set when the routes are installed)."""
+
+    live_context: Callable[[], dict[str, Any]] | None = None
+
+    def page(self, name: str, **context: Any) -> str:
+        if name == "index.html" and self.live_context is not None:
+            context = {**self.live_context(), **context}
+        return super().page(name, **context)
+
+    def session_context(self, session: Session) -> dict[str, Any]:
+        return {**super().session_context(session), "live": is_live(session)}
+
+    def _part(self, name: str, session: Session, **extra: Any) -> str:
+        return super()._part(_LIVE_PARTS.get(name, name) if is_live(session) else name, session, **extra)
+
+
+class LiveSessionStore(SessionStore):
+    """Replay sessions plus live ones. ``recordings`` (set by the app) saves finished live sessions."""
+
+    recordings: Store | None = None
+
+    def create_live(self, source: LiveSource) -> LiveSession:
+        """A new live session, registered with its broadcaster, status PLAYING."""
+        self._evict()
+        sid = _secrets.token_hex(4)
+        while sid in self._sessions:
+            sid = _secrets.token_hex(4)
+        session = LiveSession(sid, source, self.settings.config, self.metrics)
+        self._sessions[sid] = session
+        self._hubs[sid] = Broadcaster(
+            session,
+            self.renderer,
+            max_per_second=self.settings.max_renders_per_second,
+            capacity=self.settings.viewer_queue_frames,
+            clock=self._clock,
+            sleep=self._sleep,
+        )
+        log.info("session %s: live from %s %s", sid, source.upstream, source.endpoint)
+        return session
+
+    def _evict(self) -> None:
+        """Drop the oldest idle sessions beyond ``max_sessions``; a live stream is never idle."""
+        for sid in list(self._sessions):
+            if len(self._sessions) < self.settings.max_sessions:
+                return
+            session = self._sessions[sid]
+            if is_live(session) and not session.status.done:
+                continue
+            if sid not in self._tasks and sid not in self._seeks and not self._hubs[sid].viewers:
+                del self._sessions[sid]
+                self._hubs.pop(sid).close()
+
+    def live_sessions(self) -> list[LiveSession]:
+        """Live sessions, newest first."""
+        return [s for s in self.all() if isinstance(s, LiveSession)]
+
+    # ------------------------------------------------------------------ controls
+
+    def cancel(self, session: Session) -> None:
+        """Stop: a live session aborts its upstream request and the client's stream."""
+        if not isinstance(session, LiveSession):
+            super().cancel(session)
+            return
+        abort, session.abort = session.abort, None
+        session.cancel("user stop")
+        if abort is not None:
+            abort()
+        self.flush(session)
+
+    def finished(self, session: LiveSession, forwarded_secrets: list[str]) -> None:
+        """A live session ended: render the end and save the recording."""
+        if self.recordings is not None and session.live_source.size:
+            save_recording(self.recordings, session, forwarded_secrets)
+            session.pending.status = session.pending.controls = True
+        self.flush(session)
+
+    def play(self, session: Session) -> None:
+        if not is_live(session):
+            super().play(session)
+
+    def pause(self, session: Session) -> None:
+        if not is_live(session):
+            super().pause(session)
+
+    def step(self, session: Session, count: int = 1) -> None:
+        if not is_live(session):
+            super().step(session, count)
+
+    def seek(self, session: Session, target: int, *, resume: bool = True) -> None:
+        if not is_live(session):
+            super().seek(session, target, resume=resume)
+
+    def restart(self, session: Session) -> None:
+        if not is_live(session):
+            super().restart(session)
+
+    def set_rate(self, session: Session, rate: float) -> None:
+        if not is_live(session):
+            super().set_rate(session, rate)
+
+    def set_speed(self, session: Session, speed: float) -> None:
+        if not is_live(session):
+            super().set_speed(session, speed)
+
+
+# ------------------------------------------------------------------ recordings
+
+
+def scrub(body: bytes, secrets: list[str]) -> tuple[bytes, bool]:
+    """``body`` with any forwarded secret value replaced (an upstream that echoes a key)."""
+    hit = False
+    for value in secrets:
+        raw = value.encode("utf-8", "ignore")
+        if len(raw) >= 8 and raw in body:
+            body, hit = body.replace(raw, b"[redacted]"), True
+    return body, hit
+
+
+def save_recording(store: Store, session: LiveSession, forwarded_secrets: list[str]) -> str:
+    """Save ``session`` as a recording; returns its id (also kept on the session's source)."""
+    body, redacted = scrub(session.live_source.data, forwarded_secrets)
+    meta = session.recording_meta()
+    if redacted:
+        meta["redacted"] = "a forwarded credential appeared in the body and was replaced"
+    text = json.dumps(meta, ensure_ascii=False)
+    clean, _ = scrub(text.encode(), forwarded_secrets)  # the request body too, if a key was pasted into it
+    meta = json.loads(clean)
+    name = f"{session.live_source.upstream} {session.live_source.endpoint}" + (f" {session.live_source.model}" if session.live_source.model else "")
+    rid = store.save(kind="recording", name=name, body=body, tools=session.live_source.tools, meta=meta)
+    store.set_summary(rid, recording_summary(session))
+    session.live_source.recording = rid
+    log.info("session %s: saved recording %s (%d bytes)", session.id, rid, len(body))
+    return rid
+
+
+def recording_summary(session: LiveSession) -> dict[str, Any]:
+    """What the store indexes for search (the keys of :func:`web.ingest.summary`):
+    tool names, verdicts (states and reason codes) and quirks. Never argument text."""
+    results = session.pipeline.results()
+    calls = [c for r in results for c in r.calls]
+    verdicts = {c.state.value for c in calls} | {(c.reason or "").split(":", 1)[0] for c in calls if c.reason}
+    return {
+        "tools": sorted({c.name for c in calls if c.name}),
+        "verdicts": sorted(verdicts),
+        "quirks": sorted({q for r in results for q in r.quirks}),
+        "dialect": session.pipeline.dialect,
+        "events": session.position,
+        "streams": len(results),
+        "calls": len(calls),
+        "ends": [r.end for r in results],
+    }
+
+
+def replay_bytes(stored: StoredSource) -> bytes:
+    """What a recording replays: its bytes, or for a non-streaming JSON body the stream
+    that would have carried it."""
+    body = stored.body or b""
+    dialect = stored.meta.get("dialect")
+    if not stored.meta.get("streaming") and str(stored.meta.get("content_type") or "").startswith("application/json") and dialect in MOCK_DIALECTS:
+        try:
+            doc = json.loads(body)
+            return synthesize_stream(dialect, doc, stored.name) if isinstance(doc, dict) else body
+        except ValueError:
+            return body
+    return body
+
+
+def recording_source(stored: StoredSource, config: Any) -> LoadedSource:
+    """A replayable source from a stored recording (same verdicts as the live session)."""
+    data = replay_bytes(stored)
+    registry = ToolRegistry.from_tools(stored.tools) if stored.tools else None
+    count, dialect = check(data, stored.name, config, registry)
+    cancel_after = stored.meta.get("cancel_after") if stored.meta.get("end") == "cancelled" else None
+    if not data:
+        raise SourceError("The recording has no bytes to replay.", status=422)
+    return LoadedSource(
+        "capture",
+        f"recording {stored.id}",
+        f"Recording: {stored.name}",
+        f"A live {dialect or 'provider'} stream recorded by the proxy, replayed through the assembler.",
+        data,
+        count,
+        dialect,
+        stored.tools,
+        cancel_after if isinstance(cancel_after, int) else None,
+    )

@@ -1,0 +1,322 @@
+"""The built-in mock provider: demo scenarios and captures as provider-exact streams.
+
+No API key, no network. The request's ``model`` picks what is served:
+
+* a demo scenario (``single``, ``parallel``, ``noargs``, ``oversized``, ``cancel``,
+  ``truncated``, ``invalid``, ``canary``), in the dialect of the endpoint asked
+  (:mod:`assembler.mockwire`): ``/v1/chat/completions`` (OpenAI Chat), ``/v1/responses``
+  (OpenAI Responses), ``/v1/messages`` (Anthropic Messages);
+* a capture under ``--captures`` by its relative path (``openai-chat/x.sse``), served only
+  at its own dialect's endpoint (elsewhere: a clear 400).
+
+``"stream": true`` gets SSE (``text/event-stream``), one provider event per write, paced
+by ``delay`` seconds; otherwise the scenario's non-streaming body (``application/json``).
+Errors use each provider's own error shape. Query parameters (the SDKs' ``default_query``):
+``delay`` (seconds between writes), ``chunk`` (an integer seed: re-chunk the bytes at random
+byte positions, 1–64 bytes a write), ``drop`` (drop the connection after that many writes)
+and ``status`` (answer with that HTTP error status instead).
+
+:class:`MockProvider` builds the replies; :func:`build_router` serves them over HTTP and
+:class:`MockTransport` hands them to an ``httpx.AsyncClient`` in-process, streaming, so the
+proxy talks to the mock exactly as to a remote upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.types import Receive, Scope, Send
+
+from assembler.capture import DONE, CaptureError, iter_capture
+from assembler.dialects import detect
+from assembler.mockwire import (
+    MOCK_DIALECTS,
+    MockDialect,
+    ScenarioError,
+    final_response,
+    rechunk,
+    scenario_events,
+    scenario_names,
+    scenario_script,
+    split_events,
+)
+
+from .sources import capture_list
+
+log = logging.getLogger("toollatch.mock")
+
+#: Endpoint path (below the mock's root) → the dialect it speaks.
+ENDPOINTS: dict[str, MockDialect] = {
+    "/v1/chat/completions": "openai-chat",
+    "/v1/responses": "openai-responses",
+    "/v1/messages": "anthropic",
+}
+_DIALECT_ENDPOINT = {dialect: path for path, dialect in ENDPOINTS.items()}
+
+
+class MockDrop(Exception):
+    """The mock drops the connection mid-stream (``?drop=N``)."""
+
+
+@dataclass
+class MockReply:
+    """One answer: status, headers and the body as the pieces written (async, paced)."""
+
+    status: int
+    headers: dict[str, str]
+    chunks: AsyncIterator[bytes]
+
+
+async def _paced(pieces: list[bytes], delay: float, drop: int | None, open_streams: list[int] | None = None) -> AsyncIterator[bytes]:
+    """``pieces`` with ``delay`` seconds between them; ``open_streams[0]`` counts bodies
+    being written (so a test can see an aborted request really closed its stream)."""
+    if open_streams is not None:
+        open_streams[0] += 1
+    try:
+        for n, piece in enumerate(pieces):
+            if drop is not None and n >= drop:
+                raise MockDrop(f"mock dropped the connection after {drop} writes")
+            if n and delay > 0:
+                await asyncio.sleep(delay)
+            yield piece
+    finally:
+        if open_streams is not None:
+            open_streams[0] -= 1
+
+
+def _error(dialect: MockDialect, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None) -> MockReply:
+    """An error in the provider's own shape."""
+    if dialect == "anthropic":
+        anthropic_type = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error"}
+        doc: dict[str, Any] = {"type": "error", "error": {"type": anthropic_type.get(status, "api_error"), "message": message}}
+    else:
+        doc = {"error": {"message": message, "type": kind, "param": "model" if code == "model_not_found" else None, "code": code}}
+    return MockReply(status, {"content-type": "application/json"}, _paced([json.dumps(doc).encode()], 0.0, None))
+
+
+def _number(raw: str | None, kind: type[int] | type[float]) -> Any:
+    if raw is None:
+        return None
+    try:
+        value = kind(raw)
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+@dataclass
+class MockProvider:
+    """Serves demo scenarios and captures; ``delay`` seconds between writes by default and
+    ``rechunk`` (a seed) to re-chunk every body at random byte positions."""
+
+    captures_dir: Path | None = None
+    delay: float = 0.0
+    rechunk: int | None = None
+    _capture_dialects: dict[str, tuple[float, str | None]] = field(default_factory=dict)
+    #: bodies being written right now (one counter in a list, shared with the generators)
+    open_streams: list[int] = field(default_factory=lambda: [0])
+
+    # ------------------------------------------------------------------ what is served
+
+    def scenarios(self) -> list[str]:
+        """Demo scenario names, then every capture servable here (a mock dialect)."""
+        captures = [c.path for c in capture_list(self.captures_dir) if self.capture_dialect(c.path) in MOCK_DIALECTS]
+        return scenario_names() + captures
+
+    def capture_dialect(self, rel: str) -> str | None:
+        """The dialect of a listed capture, from its first events (cached by mtime)."""
+        if self.captures_dir is None:
+            return None
+        path = self.captures_dir / rel
+        mtime = path.stat().st_mtime
+        cached = self._capture_dialects.get(rel)
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
+        found: str | None = None
+        try:
+            for n, event in enumerate(iter_capture([path.read_bytes()], rel)):
+                found = detect(event)
+                if found is not None or n > 64:
+                    break
+        except (OSError, CaptureError):
+            found = None
+        self._capture_dialects[rel] = (mtime, found)
+        return found
+
+    def _capture_events(self, rel: str, dialect: str) -> list[bytes]:
+        assert self.captures_dir is not None
+        data = (self.captures_dir / rel).read_bytes()
+        if data.startswith(b"HTTP/"):  # a `curl -i` dump: serve the body only
+            cut = min(i for i in (data.find(b"\r\n\r\n") + 4, data.find(b"\n\n") + 2) if i > 1)
+            data = data[cut:]
+        if data.lstrip()[:1] == b"{":  # JSON Lines of provider events: write them as SSE
+            out: list[bytes] = []
+            for event in iter_capture([data], rel):
+                kind = event.data.get("type") if isinstance(event.data, dict) and dialect != "openai-chat" else None
+                body = DONE if event.data == DONE else json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
+                out.append((f"event: {kind}\n" if kind else "").encode() + f"data: {body}\n\n".encode())
+            return out
+        return split_events(data)
+
+    # ------------------------------------------------------------------ replies
+
+    def reply(self, path: str, body: bytes, query: Mapping[str, str]) -> MockReply:
+        """The answer to ``POST <path>`` with JSON ``body`` and the mock's query options."""
+        dialect = ENDPOINTS.get(path)
+        if dialect is None:
+            return _error("openai-chat", 404, f"The mock serves {', '.join(ENDPOINTS)}; not {path}.", code="unknown_url")
+        try:
+            request = json.loads(body or b"{}")
+        except (ValueError, UnicodeDecodeError):
+            return _error(dialect, 400, "The request body is not JSON.")
+        if not isinstance(request, dict):
+            return _error(dialect, 400, "The request body must be a JSON object.")
+        status = _number(query.get("status"), int)
+        if status is not None and 400 <= status <= 599:
+            return _error(dialect, status, f"The mock answers {status} as asked (?status={status}).", kind="mock_error")
+        model = request.get("model")
+        if not isinstance(model, str) or not model:
+            return _error(dialect, 400, "Give a 'model': a scenario name (GET /api/scenarios lists them).")
+        delay = _number(query.get("delay"), float)
+        delay = self.delay if delay is None else delay
+        seed = _number(query.get("chunk"), int)
+        seed = self.rechunk if seed is None else seed
+        drop = _number(query.get("drop"), int)
+        stream = request.get("stream") is True
+        try:
+            pieces = self._pieces(model, dialect, stream)
+        except ScenarioError:
+            names = ", ".join(self.scenarios())
+            return _error(dialect, 404, f"The mock has no scenario {model!r}. Use one of: {names}.", code="model_not_found")
+        except _WrongDialect as exc:
+            return _error(dialect, 400, str(exc), code="wrong_endpoint")
+        if seed is not None:
+            pieces = rechunk(b"".join(pieces), seed)
+        content_type = "text/event-stream; charset=utf-8" if stream else "application/json"
+        log.info("mock: %s %s (%s, %d writes)", dialect, model, "stream" if stream else "json", len(pieces))
+        return MockReply(200, {"content-type": content_type, "cache-control": "no-cache"}, _paced(pieces, delay, drop, self.open_streams))
+
+    def _pieces(self, model: str, dialect: MockDialect, stream: bool) -> list[bytes]:
+        if model in scenario_names():
+            if stream:
+                return scenario_events(model, dialect)
+            return [json.dumps(final_response(scenario_script(model), dialect), ensure_ascii=False).encode()]
+        listed = {c.path for c in capture_list(self.captures_dir)}
+        if model not in listed:
+            raise ScenarioError(model)
+        own = self.capture_dialect(model)
+        if own != dialect:
+            where = f" at {_DIALECT_ENDPOINT[own]}" if own in _DIALECT_ENDPOINT else ""  # type: ignore[index]
+            raise _WrongDialect(f"Capture {model!r} is a {own or 'unrecognised'} stream: ask for it{where or ' elsewhere'}, not at the {dialect} endpoint.")
+        if not stream:
+            raise _WrongDialect(f"Capture {model!r} is a recorded stream: send \"stream\": true.")
+        return self._capture_events(model, dialect)
+
+
+class _WrongDialect(Exception):
+    """A capture asked for at another dialect's endpoint (or without streaming)."""
+
+
+# ------------------------------------------------------------------ HTTP
+
+
+class MockResponse(Response):
+    """Streams a :class:`MockReply`; on :class:`MockDrop` it stops without ending the body,
+    so the server closes the connection mid-stream, as a dropped upstream does."""
+
+    def __init__(self, reply: MockReply) -> None:
+        super().__init__(status_code=reply.status)
+        # Streamed: no Content-Length (the base class would declare 0 for the empty body).
+        self.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()]
+        self.reply = reply
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        try:
+            async for piece in self.reply.chunks:
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+        except MockDrop as exc:
+            log.info("%s", exc)
+            return
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def build_router(provider: MockProvider, prefix: str = "") -> APIRouter:
+    """``POST {prefix}/v1/chat/completions``, ``/v1/responses``, ``/v1/messages``,
+    ``GET {prefix}/v1/models`` and ``GET /api/scenarios`` (a JSON array of names)."""
+    router = APIRouter()
+
+    async def serve(request: Request) -> Response:
+        path = request.url.path[len(prefix) :]
+        return MockResponse(provider.reply(path, await request.body(), request.query_params))
+
+    for path in ENDPOINTS:
+        router.add_api_route(prefix + path, serve, methods=["POST"], include_in_schema=False)
+
+    @router.get(prefix + "/v1/models", include_in_schema=False)
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": n, "object": "model", "created": 0, "owned_by": "toollatch-mock"} for n in provider.scenarios()]}
+
+    @router.get("/api/scenarios", include_in_schema=False)
+    async def scenarios() -> JSONResponse:
+        return JSONResponse(provider.scenarios())
+
+    return router
+
+
+# ------------------------------------------------------------------ in-process httpx transport
+
+
+class _ReplyStream(httpx.AsyncByteStream):
+    def __init__(self, chunks: AsyncIterator[bytes]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for piece in self._chunks:
+                yield piece
+        except MockDrop as exc:
+            raise httpx.RemoteProtocolError(f"peer closed connection without sending complete message body ({exc})") from None
+
+    async def aclose(self) -> None:
+        closer = getattr(self._chunks, "aclose", None)
+        if closer is not None:
+            await closer()
+
+
+class MockTransport(httpx.AsyncBaseTransport):
+    """An httpx transport answering from a :class:`MockProvider`, streaming, in-process."""
+
+    def __init__(self, provider: MockProvider) -> None:
+        self.provider = provider
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        if request.method == "GET" and request.url.path == "/v1/models":
+            listing = {"object": "list", "data": [{"id": n, "object": "model", "created": 0, "owned_by": "toollatch-mock"} for n in self.provider.scenarios()]}
+            reply = MockReply(200, {"content-type": "application/json"}, _paced([json.dumps(listing).encode()], 0.0, None))
+        elif request.method != "POST":
+            reply = _error("openai-chat", 405, f"The mock answers POST only, not {request.method}.")
+        else:
+            reply = self.provider.reply(request.url.path, body, dict(request.url.params))
+        return httpx.Response(reply.status, headers=reply.headers, stream=_ReplyStream(reply.chunks), request=request)
+
+
+def create_mock_app(provider: MockProvider, allowed_hosts: list[str]) -> Any:
+    """The mock alone (``toollatch mock``): the routes at the root, the ``Host`` check on."""
+    from fastapi import FastAPI
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+    app = FastAPI(title="toollatch mock provider", docs_url=None, redoc_url=None, openapi_url=None)
+    app.include_router(build_router(provider))
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
+    return app

@@ -1,0 +1,309 @@
+"""The recording proxy: ``/proxy/<upstream>/<path>`` forwarded byte for byte, teed into a live session.
+
+An agent under development points its SDK's ``base_url`` at
+``http://127.0.0.1:8765/proxy/openai/v1`` (or ``/proxy/anthropic``). Each request is
+forwarded with ``httpx.AsyncClient`` streaming to ``<base_url of the upstream>/<path>``;
+the response goes back unbuffered with the upstream's status, content type and bytes, in
+order, while each chunk is also fed to a :class:`~web.live.LiveSession` whose page fills in
+real time. Upstreams come from ``Settings.upstreams`` (``{name: base_url}``); ``openai``,
+``anthropic`` and ``mock`` that are not configured go to the built-in mock provider
+(:mod:`web.mock`), in-process, through the same httpx client interface.
+
+Credentials (``Authorization``, ``x-api-key``, ``api-key``, ``x-goog-api-key``, cookies and
+any header named like a key, token, secret or session) are forwarded upstream and nowhere
+else: no header is stored, logged, shown or recorded, and their values are scrubbed from a
+recording should an upstream echo one. ``Accept-Encoding`` is sent as ``identity`` so the
+bytes teed are the bytes the client gets.
+
+Outcomes: upstream ended → the client's response ends normally and the session finishes
+(complete or truncated); upstream dropped mid-body → the client's stream is aborted too
+and the session ends truncated; client disconnected → the upstream request is closed and
+the session ends cancelled; Stop on the session page → the upstream request is closed,
+the client's stream aborted, open calls CANCELLED. Connect failure → ``502`` with a JSON
+error naming the upstream; an upstream 4xx/5xx reaches the client unchanged and shows on
+the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import httpx
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.types import Message, Receive, Scope, Send
+
+from .live import LiveSession, LiveSource, endpoint_dialect
+from .live_store import LiveSessionStore
+from .mock import MockProvider, MockTransport
+from .settings import Settings
+
+log = logging.getLogger("toollatch.proxy")
+
+#: Upstream names served by the built-in mock unless configured otherwise.
+BUILTIN_UPSTREAMS = ("openai", "anthropic", "mock")
+MOCK_BASE = "http://mock.toollatch.invalid"
+#: Never forwarded as is: hop-by-hop, or recomputed by httpx / the server.
+_HOP = frozenset(
+    {"host", "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "accept-encoding"}
+)
+_HOP_RESPONSE = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "trailer", "te"})
+#: Credential headers: forwarded upstream, never stored, logged or shown.
+SECRET_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie", "set-cookie", "x-amz-security-token"}
+)
+_SECRET_NAME = re.compile(r"key|token|secret|auth|cookie|session|password|credential", re.IGNORECASE)
+_SECRET_QUERY = re.compile(r"^(key|api[-_]?key|access[-_]?token|token|sig|signature)$", re.IGNORECASE)
+#: Seconds: connecting, and waiting for the next chunk of a stream (models pause to think).
+TIMEOUT = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
+
+
+def is_secret_header(name: str) -> bool:
+    return name.lower() in SECRET_HEADERS or bool(_SECRET_NAME.search(name))
+
+
+def secret_values(headers: list[tuple[str, str]], query: list[tuple[str, str]] | None = None) -> list[str]:
+    """Credential values in request headers and query (``Bearer`` stripped), to scrub."""
+    found: list[str] = []
+    for name, value in headers:
+        if is_secret_header(name):
+            found.append(value)
+            if " " in value:
+                found.append(value.split(" ", 1)[1])
+    found += [v for k, v in query or [] if _SECRET_QUERY.match(k)]
+    return [v for v in dict.fromkeys(found) if v]
+
+
+_QUERY_SECRET = re.compile(r"([?&](?:key|api[-_]?key|access[-_]?token|token|sig|signature)=)[^&\s\"')]+", re.IGNORECASE)
+
+
+def redact_url(text: str) -> str:
+    """``...?key=AIza...`` → ``...?key=[redacted]`` (credentials some APIs take in the query)."""
+    return _QUERY_SECRET.sub(r"\1[redacted]", text)
+
+
+class SecretQueryFilter(logging.Filter):
+    """Redacts query-string credentials from log records (uvicorn's access log, httpx's
+    request log), keeping the record's argument tuple in shape for their formatters."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and record.args:
+            record.args = tuple(redact_url(str(a)) if isinstance(a, (str, httpx.URL)) else a for a in record.args)
+        elif isinstance(record.msg, str):
+            record.msg = redact_url(record.msg)
+        return True
+
+
+def install_log_filters() -> None:
+    """Add :class:`SecretQueryFilter` to the loggers that print request URLs (once)."""
+    for name in ("uvicorn.access", "httpx", "toollatch.proxy", "toollatch.web"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, SecretQueryFilter) for f in logger.filters):
+            logger.addFilter(SecretQueryFilter())
+
+
+def forward_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Request headers for the upstream: all but hop-by-hop ones, ``Accept-Encoding: identity``."""
+    out = [(k, v) for k, v in headers if k.lower() not in _HOP]
+    out.append(("accept-encoding", "identity"))
+    return out
+
+
+class Upstreams:
+    """Where each upstream name goes, and the httpx clients that reach it."""
+
+    def __init__(self, settings: Settings, mock: MockProvider) -> None:
+        self.configured = dict(settings.upstreams)
+        self.http = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False)
+        self.mock = httpx.AsyncClient(transport=MockTransport(mock), timeout=TIMEOUT)
+
+    def names(self) -> list[str]:
+        return list(dict.fromkeys([*self.configured, *BUILTIN_UPSTREAMS]))
+
+    def base(self, name: str) -> str | None:
+        """The base URL of ``name`` (the mock's is :data:`MOCK_BASE`), or None if unknown."""
+        if name in self.configured:
+            return self.configured[name].rstrip("/")
+        return MOCK_BASE if name in BUILTIN_UPSTREAMS else None
+
+    def is_mock(self, name: str) -> bool:
+        return self.base(name) == MOCK_BASE
+
+    def target(self, name: str, path: str, query: str = "") -> tuple[httpx.AsyncClient, str] | None:
+        """Client and URL for ``/proxy/<name>/<path>``; a base ending in ``/v1`` is not doubled."""
+        base = self.base(name)
+        if base is None:
+            return None
+        path = path.lstrip("/")
+        if base.endswith("/v1") and (path == "v1" or path.startswith("v1/")):
+            path = path[3:]
+        url = f"{base}/{path}" + (f"?{query}" if query else "")
+        return (self.mock if base == MOCK_BASE else self.http), url
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+        await self.mock.aclose()
+
+
+def connect_error(name: str, base: str, exc: Exception) -> str:
+    where = "the built-in mock" if base == MOCK_BASE else base
+    return f"toollatch proxy: cannot reach upstream {name!r} at {where} ({type(exc).__name__})."
+
+
+def error_json(status: int, kind: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"type": kind, "message": message, "code": kind}}, status_code=status)
+
+
+async def conclude(store: LiveSessionStore, session: LiveSession, outcome: str, detail: str, secrets: list[str]) -> None:
+    """Apply how the upstream body ended to the session, then save its recording."""
+    if outcome == "complete":
+        session.finish()
+    elif outcome == "dropped":
+        session.dropped(detail)
+    elif outcome == "client_gone":
+        session.cancel("client disconnected")
+    else:
+        session.cancel("user stop")
+    log.info("session %s: upstream %s (%s)", session.id, outcome, session.end_kind)
+    store.finished(session, secrets)
+
+
+class ProxyStream(Response):
+    """Relays an upstream ``httpx.Response`` to the client chunk by chunk, teeing each
+    chunk into ``session``; watches the client for a disconnect meanwhile."""
+
+    def __init__(self, upstream: httpx.Response, session: LiveSession | None, store: LiveSessionStore, secrets: list[str]) -> None:
+        super().__init__(status_code=upstream.status_code)
+        self.upstream = upstream
+        self.session = session
+        self.store = store
+        self.secrets = secrets
+        self.raw_headers = [
+            (k.encode("latin-1"), v.encode("latin-1")) for k, v in upstream.headers.multi_items() if k.lower() not in _HOP_RESPONSE
+        ]
+
+    async def _pump(self, send: Send) -> None:
+        async for chunk in self.upstream.aiter_raw():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if self.session is not None:
+                self.session.feed_bytes(chunk)
+                self.store.flush(self.session)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        pump = asyncio.ensure_future(self._pump(send))
+        watch = asyncio.ensure_future(_until_disconnect(receive))
+        if self.session is not None:
+            self.session.abort = pump.cancel
+        outcome, detail = "complete", ""
+        try:
+            await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if not pump.done():  # the client went away first
+                pump.cancel()
+                await asyncio.gather(pump, return_exceptions=True)
+                outcome = "client_gone"
+            elif pump.cancelled():
+                outcome = "stopped"
+            elif (exc := pump.exception()) is not None:
+                client_side = isinstance(exc, OSError) and not isinstance(exc, httpx.HTTPError)
+                outcome, detail = ("client_gone", "") if client_side else ("dropped", type(exc).__name__)
+        except asyncio.CancelledError:  # server shutdown
+            pump.cancel()
+            outcome = "stopped"
+            raise
+        finally:
+            watch.cancel()
+            if self.session is not None:
+                self.session.abort = None
+            await self.upstream.aclose()
+            if self.session is not None:
+                await conclude(self.store, self.session, outcome, detail, self.secrets)
+        # Anything but a normal end returns without finishing the body: the server then
+        # closes the connection, so the client sees its stream broken, never "complete".
+
+
+async def _until_disconnect(receive: Receive) -> Message:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return message
+
+
+async def consume(upstream: httpx.Response, session: LiveSession, store: LiveSessionStore, secrets: list[str]) -> None:
+    """Read an upstream response into ``session`` with no client attached (direct connect)."""
+    outcome, detail = "complete", ""
+    try:
+        async for chunk in upstream.aiter_raw():
+            session.feed_bytes(chunk)
+            store.flush(session)
+    except asyncio.CancelledError:
+        outcome = "stopped"
+    except httpx.HTTPError as exc:
+        outcome, detail = "dropped", type(exc).__name__
+    finally:
+        await upstream.aclose()
+        await conclude(store, session, outcome, detail, secrets)
+
+
+async def open_upstream(
+    upstreams: Upstreams, store: LiveSessionStore, name: str, method: str, path: str, query: str,
+    headers: list[tuple[str, str]], body: bytes, session: LiveSession | None,
+) -> httpx.Response | JSONResponse:
+    """Send the request upstream (streaming); on a connect failure a 502 JSON error (and the session says so)."""
+    target = upstreams.target(name, path, query)
+    assert target is not None
+    client, url = target
+    try:
+        request = client.build_request(method, url, headers=forward_headers(headers), content=body)
+        upstream = await client.send(request, stream=True)
+    except httpx.HTTPError as exc:
+        message = connect_error(name, upstreams.base(name) or "", exc)
+        log.warning("%s", message)
+        if session is not None:
+            session.failed(message)
+            store.finished(session, [])
+        return error_json(502, "upstream_unreachable", message)
+    if session is not None:
+        session.live_source.http_status = upstream.status_code
+        session.live_source.content_type = upstream.headers.get("content-type")
+        store.flush(session)
+    return upstream
+
+
+def new_session(store: LiveSessionStore, name: str, path: str, body: bytes) -> LiveSession:
+    """A live session for a request body (JSON when it parses; its ``tools`` the registry)."""
+    try:
+        request = json.loads(body) if body else None
+    except (ValueError, UnicodeDecodeError):
+        request = None
+    endpoint = "/" + path.lstrip("/")
+    source = LiveSource(f"{name}{endpoint}", upstream=name, endpoint=endpoint, dialect=endpoint_dialect(path),
+                        request=request if isinstance(request, dict) else None)
+    return store.create_live(source)
+
+
+def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstreams) -> APIRouter:
+    """``/proxy/{upstream}/{path}`` for every method; POSTs become live sessions."""
+    router = APIRouter()
+
+    @router.api_route("/proxy/{name}/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+    async def proxy(name: str, path: str, request: Request) -> Response:
+        if upstreams.base(name) is None:
+            known = ", ".join(upstreams.names())
+            return error_json(404, "unknown_upstream", f"toollatch proxy: no upstream {name!r}; configured: {known}.")
+        body = await request.body()
+        if len(body) > settings.max_upload_bytes:
+            return error_json(413, "request_too_large", f"toollatch proxy: request body over {settings.max_upload_bytes} bytes.")
+        headers = list(request.headers.items())
+        secrets = secret_values(headers, list(request.query_params.multi_items()))
+        session = new_session(store, name, path, body) if request.method == "POST" else None
+        upstream = await open_upstream(upstreams, store, name, request.method, path, request.url.query, headers, body, session)
+        if isinstance(upstream, JSONResponse):
+            return upstream
+        return ProxyStream(upstream, session, store, secrets)
+
+    return router
+

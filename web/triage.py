@@ -1,0 +1,239 @@
+"""Triage of one session: diagnoses of failed calls, the naive-client lane, reveal, full results.
+
+Everything here is computed from what the session has replayed so far (its pipeline's
+results and the first ``position`` provider events of its source), except
+:func:`full_results`, which assembles the whole source once (for the exports and the
+compare page). Heavy work (re-reading the source) runs in a worker thread and is cached
+per session and replay state.
+
+What reaches a page or the JSON twin: tool names, call ids, verdicts, byte and fragment
+counts, diagnoses (fragment index, byte offset, expected token class, depth, JSON
+Pointers), token classes around a break, and arguments only where the latch committed
+them. The text around a break is added only when the user turned *Reveal text* on for
+that session, which is offered only for uploaded or recorded-file captures whose replay
+is over (never for a live stream, never before the end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from assembler.capture import ProviderEvent
+from assembler.model import CallOutcome, CallState, StreamResult
+from assembler.naive import NaiveAction, naive_lane
+from assembler.pipeline import Pipeline
+
+from . import breakpoint
+from .session import Card, Session
+from .sources import LoadedSource, iter_events
+
+log = logging.getLogger("toollatch.web")
+
+#: Source kinds whose failed calls' text may be revealed on request (never ``"live"`` or
+#: ``"recording"``: those bytes came from a live stream).
+REVEALABLE = ("upload", "capture")
+#: Failed calls per session for which the break context is recovered.
+MAX_CONTEXTS = 24
+
+STRATEGIES = {
+    "execute_when_parses": "runs a call as soon as its buffer parses as JSON",
+    "count_brackets": "runs a call when its brackets balance",
+    "execute_at_block_end": "runs a call at its block's end, before the stream ended",
+    "merge_by_position": "keys fragments by position in the tool_calls array, not by index",
+    "concatenate_names": "appends function.name deltas like arguments",
+}
+
+
+class Events:
+    """The first ``limit`` provider events of a source, re-read on every iteration (bounded memory)."""
+
+    def __init__(self, source: LoadedSource, limit: int | None = None) -> None:
+        self.source = source
+        self.limit = source.count if limit is None else min(limit, source.count)
+
+    def __iter__(self) -> Iterator[ProviderEvent]:
+        # From the bytes, not ``source.iter_events()``: a live source keeps its bytes but
+        # does not replay them.
+        return itertools.islice(iter_events(self.source.data, self.source.name), self.limit)
+
+    def __len__(self) -> int:
+        return self.limit
+
+    def __contains__(self, item: object) -> bool:
+        return any(item == event for event in self)
+
+
+@dataclass
+class _Cache:
+    full: list[StreamResult] | None = None
+    state: tuple[int, int, str] | None = None
+    view: dict[str, Any] | None = None
+
+
+@dataclass
+class _Flags:
+    reveal: bool = False
+
+
+_caches: weakref.WeakKeyDictionary[Session, _Cache] = weakref.WeakKeyDictionary()
+_flags: weakref.WeakKeyDictionary[Session, _Flags] = weakref.WeakKeyDictionary()
+
+
+# ------------------------------------------------------------------ reveal
+
+
+def reveal_allowed(session: Session) -> bool:
+    """Reveal is offered for uploaded captures and capture files, once the replay is over."""
+    source = session.source
+    if source.kind not in REVEALABLE or not session.status.done:
+        return False
+    return not (source.kind == "capture" and source.name.startswith("recording "))  # a replayed live recording
+
+
+def revealed(session: Session) -> bool:
+    flags = _flags.get(session)
+    return bool(flags and flags.reveal and reveal_allowed(session))
+
+
+def set_reveal(session: Session, on: bool) -> bool:
+    """Turn *Reveal text* on or off for ``session``; returns whether it is on now."""
+    _flags.setdefault(session, _Flags()).reveal = bool(on) and reveal_allowed(session)
+    return _flags[session].reveal
+
+
+# ------------------------------------------------------------------ full results
+
+
+def assemble_source(source: LoadedSource, config: Any) -> list[StreamResult]:
+    """The whole source through a fresh pipeline (virtual clock, no progress events)."""
+    pipeline = Pipeline(config=config, registry=source.registry(), name=source.name, clock=lambda: 0.0, progress_events=False)
+    for event in iter_events(source.data, source.name):
+        pipeline.feed(event)
+    pipeline.close()
+    return pipeline.results()
+
+
+async def full_results(session: Session) -> list[StreamResult]:
+    """The whole source assembled once (cached per session); raises ``CaptureError`` if unreadable."""
+    cache = _caches.setdefault(session, _Cache())
+    if cache.full is None:
+        cache.full = await asyncio.to_thread(assemble_source, session.source, session.config)
+    return cache.full
+
+
+# ------------------------------------------------------------------ cards
+
+
+def outcome(session: Session, stream: int, key: tuple[int, ...]) -> CallOutcome | None:
+    """The session's current outcome record of one call."""
+    streams = session.pipeline.streams
+    if not 0 <= stream < len(streams):
+        return None
+    for call in streams[stream].result().calls:
+        if call.key == key:
+            return call
+    return None
+
+
+def card_diagnosis(session: Session, card: Card) -> dict[str, Any] | None:
+    """``{"text", "diagnosis"}`` for a FAILED card with a diagnosis, else None (cheap: no re-read)."""
+    if card.view.state is not CallState.FAILED:
+        return None
+    call = outcome(session, card.stream, card.view.key)
+    if call is None or not call.diagnosis:
+        return None
+    return {"text": breakpoint.describe(call.diagnosis), "diagnosis": call.diagnosis}
+
+
+# ------------------------------------------------------------------ the triage view
+
+
+def _compute(source: LoadedSource, dialect: str | None, position: int, results: list[StreamResult], done: bool, reveal: bool) -> dict[str, Any]:
+    """The triage view of a replay state (runs in a worker thread)."""
+    events = Events(source, position)
+    diagnoses: list[dict[str, Any]] = []
+    others: list[dict[str, Any]] = []  # failed for a reason that has no text diagnosis
+    for stream, result in enumerate(results):
+        for call in result.calls:
+            if call.state is not CallState.FAILED:
+                continue
+            if not call.diagnosis:
+                others.append({"stream": stream, "call_id": call.call_id, "name": call.name, "reason": (call.reason or "").split(":", 1)[0]})
+                continue
+            entry: dict[str, Any] = {
+                "stream": stream,
+                "key": list(call.key),
+                "call_id": call.call_id,
+                "name": call.name,
+                "reason": (call.reason or "").split(":", 1)[0],
+                "bytes": call.bytes,
+                "fragments": call.fragments,
+                "diagnosis": call.diagnosis,
+                "text": breakpoint.describe(call.diagnosis),
+                "context": None,
+            }
+            if call.diagnosis.get("kind") in ("invalid", "incomplete") and dialect and len(diagnoses) < MAX_CONTEXTS:
+                fragments = breakpoint.call_fragments(events, dialect, stream, call.key)
+                context = breakpoint.break_context(fragments, call.diagnosis) if fragments is not None else None
+                if context is not None and fragments is not None:
+                    entry["context"] = context.to_json()
+                    if reveal:
+                        before, after = breakpoint.text_window(fragments, context.offset)
+                        entry["revealed"] = {"before": before, "after": after}
+            diagnoses.append(entry)
+    lane: list[dict[str, Any]] | None = None
+    if done and dialect:
+        lane = [_lane_row(a) for a in naive_lane(events, dialect, results)]
+    return {"diagnoses": diagnoses, "other_failures": others, "naive_lane": lane}
+
+
+def _lane_row(action: NaiveAction) -> dict[str, Any]:
+    doc = action.to_json()
+    doc["description"] = STRATEGIES.get(action.strategy, action.strategy)
+    return doc
+
+
+def truncation(session: Session, results: list[StreamResult], stored_meta: dict[str, Any] | None) -> dict[str, Any] | None:
+    """How the input was cut off, if it was: streams that ended truncated, and the cut's place."""
+    streams = [i for i, r in enumerate(results) if r.end == "truncated"]
+    cut = (stored_meta or {}).get("cut")
+    if not streams and not cut:
+        return None
+    details = [r.end_detail for r in results if r.end == "truncated" and r.end_detail]
+    return {"streams": streams, "cut": cut, "detail": details[0] if details else None}
+
+
+async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The triage panel's data and the ``triage`` member of the session's JSON twin."""
+    results = session.pipeline.results()
+    done = session.status.done
+    reveal = revealed(session)
+    cache = _caches.setdefault(session, _Cache())
+    state = (session.generation, session.position, f"{session.status.value}:{reveal}")
+    if cache.state != state or cache.view is None:
+        try:
+            computed = await asyncio.to_thread(_compute, session.source, session.pipeline.dialect, session.position, results, done, reveal)
+        except Exception as exc:  # never a 500: the lane and contexts are extras
+            log.error("session %s: triage failed with %s", session.id, type(exc).__name__)
+            computed = {"diagnoses": [], "other_failures": [], "naive_lane": None, "error": f"Triage failed ({type(exc).__name__})."}
+        cache.state, cache.view = state, computed
+    return {
+        **cache.view,
+        "ready": done,
+        "status": session.status.value,
+        "truncated": truncation(session, results, stored_meta),
+        "reveal": {"allowed": reveal_allowed(session), "on": reveal},
+        "permalink": f"/sources/{stored}" if (stored := getattr(session.source, "stored_id", None)) else None,
+        "exports": {
+            "reproducer": f"/sessions/{session.id}/export.sse",
+            "report": f"/sessions/{session.id}/export.report.json",
+            "markdown": f"/sessions/{session.id}/export.md",
+        },
+    }
+

@@ -1,0 +1,203 @@
+"""Triage routes: the triage panel, *Reveal text*, exports and the compare page.
+
+* ``GET /sessions/{id}/triage`` — the triage panel (HTML fragment; htmx polls it until
+  the replay is over): diagnoses with token classes around each break, the naive-client
+  lane, a truncation notice, the reveal control;
+* ``POST /sessions/{id}/reveal`` (``reveal=on|off``) — per-session *Reveal text*, only for
+  uploaded captures and capture files whose replay is over;
+* ``GET /sessions/{id}/export.sse`` — the redacted reproducer
+  (:func:`assembler.export.redact_capture`: SSE stays SSE, JSON Lines and event streams
+  become JSON Lines), ``export.report.json`` and ``export.md`` — the JSON report and
+  Markdown summary of the whole source (no argument text);
+* ``GET /compare?a=ID&b=ID`` and ``GET /api/compare?a=ID&b=ID`` — two sessions (or stored
+  sources) side by side.
+
+The ``triage`` member of ``GET /api/sessions/{id}`` comes from :func:`session_triage`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from assembler.capture import CaptureError
+from assembler.export import redact_capture
+from assembler.model import StreamResult
+from assembler.report import json_report, markdown_summary
+
+from . import compare as cmp
+from . import triage
+from .ingest import load_stored
+from .render import Renderer
+from .replay import SessionStore
+from .session import Session
+from .settings import Settings
+from .sources import SourceError
+from .store import Store
+
+log = logging.getLogger("toollatch.web")
+
+
+def _stem(name: str) -> str:
+    """A safe file name stem for downloads."""
+    base = name.rsplit("/", 1)[-1].replace("#", "-")
+    base = re.sub(r"\.(sse|jsonl|ndjson|txt|har|bin|json)$", "", base)
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", base)[:80] or "capture"
+
+
+def _download(body: bytes | str, filename: str, media_type: str) -> Response:
+    return Response(body, media_type=media_type, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+def _stored_meta(store: Store, session: Session) -> dict[str, Any] | None:
+    sid = getattr(session.source, "stored_id", None)
+    stored = store.get(sid, with_body=False) if sid else None
+    return stored.meta if stored else None
+
+
+async def session_triage(session: Session, store: Store) -> dict[str, Any]:
+    """The ``triage`` member of a session's JSON twin."""
+    return await triage.view(session, _stored_meta(store, session))
+
+
+def build_router(settings: Settings, sessions: SessionStore, store: Store, renderer: Renderer) -> APIRouter:
+    """The routes listed in the module docstring."""
+    router = APIRouter()
+    renderer.env.globals.update(
+        other_sessions=lambda s: [o for o in sessions.all() if o.id != s.id][:50],
+        strategy_text=lambda name: triage.STRATEGIES.get(name, name),
+    )
+
+    def error_page(title: str, message: str, status: int) -> HTMLResponse:
+        return HTMLResponse(renderer.page("error.html", title=title, message=message), status_code=status)
+
+    def missing(sid: str) -> HTMLResponse:
+        return error_page("Session not found", f"There is no session {sid!r}; it may have expired.", 404)
+
+    @router.get("/sessions/{sid}/triage", response_class=HTMLResponse)
+    async def panel(sid: str) -> HTMLResponse:
+        session = sessions.get(sid)
+        if session is None:
+            return missing(sid)
+        data = await session_triage(session, store)
+        return HTMLResponse(renderer.page("partials/_triage.html", s=session, t=data))
+
+    @router.post("/sessions/{sid}/reveal")
+    async def reveal(sid: str, request: Request) -> Response:
+        session = sessions.get(sid)
+        if session is None:
+            return missing(sid)
+        async with request.form(max_files=0, max_fields=2) as form:
+            wanted = form.get("reveal") == "on"
+        if wanted and not triage.reveal_allowed(session):
+            return error_page(
+                "Cannot reveal text",
+                "Text is revealed only for uploaded captures and capture files, after the replay is over.",
+                409,
+            )
+        triage.set_reveal(session, wanted)
+        if request.headers.get("hx-request") == "true":
+            data = await session_triage(session, store)
+            return HTMLResponse(renderer.page("partials/_triage.html", s=session, t=data))
+        return RedirectResponse(f"/sessions/{sid}#triage", status_code=303)
+
+    @router.get("/sessions/{sid}/export.sse")
+    async def export_reproducer(sid: str) -> Response:
+        session = sessions.get(sid)
+        if session is None:
+            return missing(sid)
+        source = session.source
+        try:
+            body = await asyncio.to_thread(redact_capture, source.data, source.name, session.pipeline.dialect)
+        except (CaptureError, ValueError) as exc:
+            return error_page("Cannot export", f"{source.name} cannot be redacted: {exc}", 422)
+        if body.lstrip()[:1] == b"{":
+            return _download(body, f"{_stem(source.name)}.redacted.jsonl", "application/x-ndjson")
+        return _download(body, f"{_stem(source.name)}.redacted.sse", "text/event-stream")
+
+    async def results_of(session: Session) -> list[StreamResult] | HTMLResponse:
+        try:
+            return await triage.full_results(session)
+        except CaptureError as exc:
+            return error_page("Cannot export", str(exc), 422)
+
+    @router.get("/sessions/{sid}/export.report.json")
+    async def export_report(sid: str) -> Response:
+        session = sessions.get(sid)
+        if session is None:
+            return missing(sid)
+        results = await results_of(session)
+        if isinstance(results, HTMLResponse):
+            return results
+        doc = json_report(results, session.source.name)
+        return _download(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", f"{_stem(session.source.name)}.report.json", "application/json")
+
+    @router.get("/sessions/{sid}/export.md")
+    async def export_markdown(sid: str) -> Response:
+        session = sessions.get(sid)
+        if session is None:
+            return missing(sid)
+        results = await results_of(session)
+        if isinstance(results, HTMLResponse):
+            return results
+        text = markdown_summary(results, session.source.name)
+        return _download(text, f"{_stem(session.source.name)}.md", "text/markdown; charset=utf-8")
+
+    async def side(ref: str) -> tuple[dict[str, Any], list[StreamResult]]:
+        """A session id or stored source id → (description, full results); SourceError if unknown."""
+        session = sessions.get(ref)
+        if session is not None:
+            try:
+                results = await triage.full_results(session)
+            except CaptureError as exc:
+                raise SourceError(str(exc)) from None
+            desc = {"id": ref, "kind": "session", "title": session.source.title, "url": f"/sessions/{ref}", "dialect": session.pipeline.dialect}
+            return desc, results
+        stored = store.get(ref) if ref else None
+        if stored is None:
+            raise SourceError(f"There is no session or stored source {ref!r}.", 404)
+        source = await asyncio.to_thread(load_stored, stored, settings.config)
+        try:
+            results = await asyncio.to_thread(triage.assemble_source, source, settings.config)
+        except CaptureError as exc:
+            raise SourceError(str(exc)) from None
+        desc = {"id": ref, "kind": "stored", "title": source.title, "url": f"/sources/{ref}", "dialect": source.dialect}
+        return desc, results
+
+    async def comparison(a: str, b: str) -> dict[str, Any]:
+        da, ra = await side(a)
+        db, rb = await side(b)
+        pairs = cmp.compare(ra, rb)
+        return {"a": da, "b": db, "summary": cmp.summary(pairs), "streams": pairs}
+
+    @router.get("/compare", response_class=HTMLResponse)
+    async def compare_page(request: Request) -> HTMLResponse:
+        a, b = request.query_params.get("a", "").strip(), request.query_params.get("b", "").strip()
+        context: dict[str, Any] = {"a": a, "b": b, "sessions": sessions.all()[:50], "doc": None, "error": None}
+        status = 200
+        if a and b:
+            try:
+                context["doc"] = await comparison(a, b)
+            except SourceError as exc:
+                context["error"], status = str(exc), exc.status
+        elif a or b:
+            context["error"], status = "Choose two sessions to compare.", 400
+        return HTMLResponse(renderer.page("compare.html", **context), status_code=status)
+
+    @router.get("/api/compare")
+    async def compare_json(a: str = "", b: str = "") -> JSONResponse:
+        if not a or not b:
+            return JSONResponse({"error": "give two session (or stored source) ids as a and b"}, status_code=400)
+        try:
+            doc = await comparison(a, b)
+        except SourceError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        return JSONResponse({**doc, "streams": [p.to_json() for p in doc["streams"]]})
+
+    return router
