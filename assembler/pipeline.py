@@ -83,6 +83,16 @@ class Pipeline:
 
     def feed(self, event: ProviderEvent) -> list[AssemblyEvent]:
         """Apply one provider event; return the assembly events it caused."""
+        adapter = self._adapter
+        if adapter is not None and self._streams and not self._closed and not event.framing and event.error is None:
+            # the hot path: a plain event of a known dialect, in a stream already begun
+            try:
+                ops = adapter.feed(event)
+            except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+                return self._apply_all([self._uninterpretable(event, exc)])
+            if len(ops) == 1 and type(ops[0]) is ArgsFragment:
+                return self._streams[-1].apply(ops[0])
+            return self._apply_all(ops) if ops else []
         if self._closed:
             return []
         if self._adapter is None:
@@ -158,12 +168,15 @@ class Pipeline:
         try:
             ops = self._adapter.feed(event)
         except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-            # A provider event of a shape the adapter does not expect: fail the stream at a
-            # named place instead of crashing. The exception text is not shown: it could
-            # quote event content.
-            where = f"{self.name}:{event.line} (byte {event.offset})"
-            ops = [StreamError(f"{where}: cannot interpret {self._dialect} event ({type(exc).__name__})")]
+            ops = [self._uninterpretable(event, exc)]
         return self._apply_all(framing + ops if framing else ops)
+
+    def _uninterpretable(self, event: ProviderEvent, exc: Exception) -> StreamError:
+        # A provider event of a shape the adapter does not expect: fail the stream at a
+        # named place instead of crashing. The exception text is not shown: it could
+        # quote event content.
+        where = f"{self.name}:{event.line} (byte {event.offset})"
+        return StreamError(f"{where}: cannot interpret {self._dialect} event ({type(exc).__name__})")
 
     def _apply_all(self, ops: list[Op]) -> list[AssemblyEvent]:
         if len(ops) == 1 and type(ops[0]) is ArgsFragment and self._streams:  # the hot path

@@ -46,6 +46,22 @@ class OpenAIChatAdapter:
     def feed(self, event: ProviderEvent) -> list[Op]:
         ops: list[Op] = []
         data = event.data
+        if data.__class__ is dict:
+            choices = data.get("choices")
+            if (
+                choices.__class__ is list
+                and len(choices) == 1
+                and len(data) > 1
+                and "error" not in data
+                and "prompt_filter_results" not in data
+                and not data.get("usage")
+            ):
+                # the common chunk: one choice, no error, no usage, no filter results
+                choice = choices[0]
+                if choice.__class__ is dict and self._choice(choice, ops) and not self._ended:
+                    if all(c.finished for c in self._choices.values()):
+                        ops.extend(self._end("finish_reason"))
+                return ops
         if data == DONE:
             if not self._ended:
                 ops.extend(self._end("[DONE]"))
