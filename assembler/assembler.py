@@ -272,7 +272,12 @@ class Assembler:
             # The provider said the block was over; more text means we cannot trust either part.
             self._fail(call, Reason.STREAM_ERROR.with_detail("argument fragment after the block stopped"), out)
         else:
-            self._quirk("fragment_after_call_ended", out)
+            # After our own limits failed the call, more text is expected, not a provider fault.
+            own_limit = (call.reason or "").startswith(
+                (Reason.ARGUMENTS_EXCEED_MAX_BYTES.value, Reason.TOO_MANY_TOOL_CALLS.value)
+            )
+            if not own_limit:
+                self._quirk("fragment_after_call_ended", out)
             if self.progress_events:
                 self._emit(out, "fragment", call)
 

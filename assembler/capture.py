@@ -89,7 +89,10 @@ def _parse_payload(
     try:
         return ProviderEvent(event, json.loads(text), line, offset, framing=framing)
     except (json.JSONDecodeError, RecursionError) as exc:
-        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nesting too deep"
+        if isinstance(exc, json.JSONDecodeError):
+            msg = f"{exc.msg.removesuffix(' at')} at character {exc.pos} of the event data"
+        else:
+            msg = "nesting too deep"
         where = _where(name, line, offset)
         return ProviderEvent(event, None, line, offset, f"{where}: event data is not JSON ({msg})", framing)
 

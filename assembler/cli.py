@@ -96,7 +96,8 @@ def format_table(results: list[StreamResult]) -> str:
     lines: list[str] = []
     for i, stream in enumerate(results):
         quirks = ", ".join(f"{k}×{v}" for k, v in stream.quirks.items())
-        lines.append(f"stream {i}  {stream.dialect}  end={stream.end}" + (f"  quirks: {quirks}" if quirks else ""))
+        end = f"{stream.end} ({stream.end_detail})" if stream.end in ("error", "truncated") and stream.end_detail else stream.end
+        lines.append(f"stream {i}  {stream.dialect}  end={end}" + (f"  quirks: {quirks}" if quirks else ""))
         if not stream.calls:
             lines.append("  (no tool calls)")
         for call in stream.calls:

@@ -251,10 +251,24 @@ def redact_capture(data: bytes, name: str = "<input>", dialect: str | None = Non
     for event in events:
         payload = DONE if event.data == DONE else json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
         if as_sse:
-            lines.append((f"event: {event.event}\n" if event.event else "") + f"data: {payload}\n\n")
+            lines.append(_sse_event(event, payload))
         else:
             lines.append(payload + "\n")
     return "".join(lines).encode("utf-8", "surrogatepass")
+
+
+def _sse_event(event: ProviderEvent, payload: str) -> str:
+    """One SSE event, keeping the framing deviations the original had (so a reproducer of a
+    framing bug still reproduces it): CRLF line ends, a comment line, ``data`` before
+    ``event``, and ``[DONE]`` with extra whitespace."""
+    eol = "\r\n" if "crlf_line_ends" in event.framing else "\n"
+    if payload == DONE and "done_variant" in event.framing:
+        payload = DONE + " "
+    data = f"data: {payload}{eol}"
+    kind = f"event: {event.event}{eol}" if event.event else ""
+    fields = data + kind if "data_before_event" in event.framing else kind + data
+    comment = f": comment{eol}" if "comment_line" in event.framing else ""
+    return comment + fields + eol
 
 
 def _is_binary(head: bytes) -> bool:

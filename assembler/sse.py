@@ -28,6 +28,7 @@ _BOM = b"\xef\xbb\xbf"
 _EOL = re.compile(rb"\r\n?|\n")  # the only SSE line ends; never str.splitlines()
 _CR, _LF = 0x0D, 0x0A
 _NO_FRAMING: frozenset[str] = frozenset()
+_REPLACEMENT = "\ufffd".encode()  # U+FFFD as sent, as opposed to one the decoder put in
 
 
 @dataclass(slots=True)
@@ -54,7 +55,8 @@ class SSEEvent:
     line: int
     offset: int
     #: Framing deviations met since the previous dispatched event (not part of equality):
-    #: ``comment_line``, ``crlf_line_ends`` (a CR or CRLF line end), ``data_before_event``.
+    #: ``comment_line``, ``crlf_line_ends`` (a CR or CRLF line end), ``data_before_event``,
+    #: ``invalid_utf8`` (bytes that are not UTF-8 were replaced by U+FFFD, as the spec says).
     framing: frozenset[str] = field(default=frozenset(), compare=False)
 
 
@@ -77,6 +79,7 @@ class SSEDecoder:
         self._at_start = True
         self._skip_lf = False  # the previous read ended with CR
         self._parts: list[str] = []  # decoded pieces of the current unterminated line
+        self._raw_parts: list[bytes] = []  # the same pieces undecoded (to tell invalid UTF-8)
         self._line_start = 0  # byte offset of the current line
         self._bytes_read = 0
         self._lines_read = 0
@@ -143,8 +146,13 @@ class SSEDecoder:
                 self._parts.append(self._pieces.decode(segment, final=True))
                 text = "".join(self._parts)
                 self._parts.clear()
+                if "\ufffd" in text and _REPLACEMENT not in b"".join(self._raw_parts) + segment:
+                    self._framing.add("invalid_utf8")
+                self._raw_parts.clear()
             else:
                 text = segment.decode("utf-8", "replace")
+                if "\ufffd" in text and _REPLACEMENT not in segment:
+                    self._framing.add("invalid_utf8")  # replaced, as the spec says, and reported
             self._lines_read += 1
             if m.end() - m.start() == 2 or chunk[m.start()] == _CR:
                 self._framing.add("crlf_line_ends")
@@ -153,6 +161,7 @@ class SSEDecoder:
             self._line_start = base + pos
         if pos < n:
             self._parts.append(self._pieces.decode(chunk[pos:]))
+            self._raw_parts.append(chunk[pos:])
         elif n and chunk[-1] == _CR:  # a match ended exactly here, and it was a lone CR
             self._skip_lf = True
         return events
@@ -166,6 +175,7 @@ class SSEDecoder:
             self._flushed = True
             self._incomplete = bool(self._head or self._parts) or self._first is not None
             self._parts.clear()
+            self._raw_parts.clear()
             self._pieces.reset()
             self._data.clear()
         return []

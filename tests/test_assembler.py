@@ -547,3 +547,15 @@ def test_idle_timeout_spares_calls_whose_block_stopped_and_ended_streams() -> No
     clock.advance(100)
     assert asm.check_idle() == []
     assert states(asm) == [CallState.COMMITTED, CallState.COMMITTED]
+
+
+def test_fragments_after_our_own_overflow_are_not_a_provider_quirk() -> None:
+    from assembler import AssembleConfig
+    from assembler.model import ArgsFragment, CallStart, StreamEnd, StreamStart
+
+    asm = Assembler("openai-chat", config=AssembleConfig(max_tool_argument_bytes=4))
+    for op in (StreamStart(), CallStart((0,), "c", "f"), ArgsFragment((0,), '{"a":'), ArgsFragment((0,), "1}"), StreamEnd()):
+        asm.apply(op)
+    result = asm.result()
+    assert result.calls[0].reason.startswith("arguments_exceed_max_bytes")
+    assert result.calls[0].fragments == 2 and result.quirks == {}

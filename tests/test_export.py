@@ -24,7 +24,7 @@ def verdicts(data: bytes) -> list[list[tuple[Any, ...]]]:
     pipeline.close()
     return [
         [(c.call_id, c.name, c.state.value, (c.reason or "").split(":")[0], c.bytes, c.fragments, c.executor) for c in r.calls]
-        + [("end", r.end)]
+        + [("end", r.end), ("quirks", sorted(r.quirks.items()))]
         for r in pipeline.results()
     ]
 

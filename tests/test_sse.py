@@ -487,3 +487,14 @@ def test_property_matches_naive_reference(raw: bytes, cuts: list[int]) -> None:
         assert decoder.incomplete_tail is tail
         assert decoder.lines_read == lines
         assert decoder.bytes_read == len(raw)
+
+
+def test_invalid_utf8_is_replaced_and_reported_but_a_sent_replacement_character_is_not() -> None:
+    decoder = SSEDecoder()
+    (bad,) = decoder.decode(b'data: {"a":"\xff\xfe"}\n\n')
+    assert bad.data == '{"a":"\ufffd\ufffd"}' and "invalid_utf8" in bad.framing
+    (sent,) = SSEDecoder().decode('data: {"a":"\ufffd"}\n\n'.encode())
+    assert "invalid_utf8" not in sent.framing
+    split = SSEDecoder()
+    events = split.decode(b'data: {"a":"\xff') + split.decode(b'"}\n\n')
+    assert "invalid_utf8" in events[0].framing
