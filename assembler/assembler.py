@@ -89,6 +89,8 @@ class Assembler:
         self._t0 = clock()
         self._seq = 0
         self._calls: dict[CallKey, CallRecord] = {}
+        # A provider key reused by a *different* call: later ops for it go to the new record.
+        self._alias: dict[CallKey, CallKey] = {}
         self._end: StreamEndKind | None = None
         self._end_detail: str | None = None
         self._quirks: dict[str, int] = {}
@@ -135,11 +137,16 @@ class Assembler:
             )
             for c in self._ordered()
         ]
-        results = [
-            ToolResult(c.call_id, True, c.reason or c.state.value)
-            for c in calls
-            if c.executor == "client" and c.state is not CallState.COMMITTED and c.state.terminal and not c.repaired
-        ]
+        results: list[ToolResult] = []
+        answered: set[str] = set()
+        for c in calls:
+            if c.executor != "client" or c.state is CallState.COMMITTED or not c.state.terminal or c.repaired:
+                continue
+            if c.call_id is not None and c.call_id in answered:
+                continue  # one result per tool_call_id, however many records carried the id
+            if c.call_id is not None:
+                answered.add(c.call_id)
+            results.append(ToolResult(c.call_id, True, c.reason or c.state.value))
         return StreamResult(self.dialect, self._end, self._end_detail, calls, results, dict(self._quirks))
 
     def check_idle(self) -> list[AssemblyEvent]:
@@ -184,7 +191,7 @@ class Assembler:
         elif isinstance(op, ArgsFragment):
             self._fragment(op, out)
         elif isinstance(op, BlockStop):
-            call = self._calls.get(op.key)
+            call = self._calls.get(self._alias.get(op.key, op.key))
             if call is not None and call.machine.state is CallState.OPEN:
                 self._move(call, CallInput.ARGS_COMPLETE, out)
                 if call.executor == "client" and self.config.pipelined(call.name):
@@ -202,15 +209,27 @@ class Assembler:
         return out
 
     def _start(self, op: CallStart, out: list[AssemblyEvent]) -> None:
-        if op.key in self._calls:
-            self._quirk("call_start_repeated", out)
-            self._identity(CallIdentity(op.key, op.call_id, op.name), out)
-            return
-        call = CallRecord(op.key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
+        key = self._alias.get(op.key, op.key)
+        existing = self._calls.get(key)
+        if existing is not None:
+            if not (op.call_id and existing.call_id and op.call_id != existing.call_id):
+                self._quirk("call_start_repeated", out)
+                self._identity(CallIdentity(op.key, op.call_id, op.name), out)
+                return
+            # Another call starts where one already is: never merge the two. The older one
+            # can no longer be told apart from the newer one's fragments, so it fails.
+            self._quirk("call_started_at_a_used_key", out)
+            if not existing.machine.state.terminal:
+                self._fail(existing, Reason.STREAM_ERROR.with_detail("another call started at its position"), out)
+            n = 1
+            while op.key + (n,) in self._calls:
+                n += 1
+            key = self._alias[op.key] = op.key + (n,)
+        call = CallRecord(key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
         if op.whole_arguments:
             call.bytes = len(op.whole_arguments.encode("utf-8", "surrogatepass"))
         in_flight = sum(1 for c in self._calls.values() if not c.machine.state.terminal)
-        self._calls[op.key] = call
+        self._calls[key] = call
         call.last_activity = self._now()
         call.transitions.append(Transition(CallState.OPEN, call.last_activity))
         self._emit(out, "call_opened", call)
@@ -221,7 +240,7 @@ class Assembler:
             self._overflow(call, out)
 
     def _identity(self, op: CallIdentity, out: list[AssemblyEvent]) -> None:
-        call = self._calls.get(op.key)
+        call = self._calls.get(self._alias.get(op.key, op.key))
         if call is None:
             self._start(CallStart(op.key, op.call_id, op.name), out)
             return
@@ -244,7 +263,7 @@ class Assembler:
             self._emit(out, "identity", call)
 
     def _fragment(self, op: ArgsFragment, out: list[AssemblyEvent]) -> None:
-        call = self._calls.get(op.key)
+        call = self._calls.get(self._alias.get(op.key, op.key) if self._alias else op.key)
         if call is None:
             self._quirk("fragment_before_call_start", out)
             self._start(CallStart(op.key), out)
@@ -283,7 +302,14 @@ class Assembler:
 
     def _finish_complete(self, detail: str | None, out: list[AssemblyEvent]) -> None:
         self._ended_at = self._clock()
+        seen: dict[str, int] = {}
+        for call in self._calls.values():
+            if call.call_id and call.executor == "client":
+                seen[call.call_id] = seen.get(call.call_id, 0) + 1
         for call in self._ordered():
+            if call.call_id and seen.get(call.call_id, 0) > 1 and not call.machine.state.terminal:
+                # One tool_call_id for two calls: running either could run the tool twice.
+                self._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
             if call.machine.state is CallState.OPEN:
                 self._move(call, CallInput.ARGS_COMPLETE, out)
             if call.machine.state is CallState.ARGS_COMPLETE:

@@ -140,7 +140,10 @@ def check_arguments(
     if must_be_object and not isinstance(value, dict):
         return Verdict(None, Reason.ARGUMENTS_NOT_OBJECT.with_detail(f"got a JSON {_json_type(value)}"))
     if registry is not None:
-        issues = registry.validate(name, value)
+        try:
+            issues = registry.validate(name, value)
+        except RecursionError:
+            return Verdict(None, Reason.SCHEMA_INVALID.with_detail("arguments nested too deep for the schema check"))
         if issues:
             first = issues[0]
             detail = f"{first.pointer}: {first.message}" if reveal else f"{first.pointer}: {first.keyword} {first.expected}"

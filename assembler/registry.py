@@ -35,11 +35,31 @@ class SchemaIssue:
     message: str
 
 
+def _property_names(schema: Any) -> frozenset[str]:
+    """Every object key a schema names (under ``properties`` or ``required``, at any depth)."""
+    names: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            props = node.get("properties")
+            if isinstance(props, dict):
+                names.update(k for k in props if isinstance(k, str))
+            required = node.get("required")
+            if isinstance(required, list):
+                names.update(k for k in required if isinstance(k, str))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(names)
+
+
 class ToolRegistry:
     """Registered tool names, each with an optional compiled JSON Schema validator."""
 
     def __init__(self, schemas: dict[str, dict[str, Any] | None]) -> None:
         self._validators: dict[str, Any] = {}
+        self._declared: dict[str, frozenset[str]] = {name: _property_names(s) for name, s in schemas.items() if s}
         for name, schema in schemas.items():
             if schema is None:
                 self._validators[name] = None
@@ -96,9 +116,12 @@ class ToolRegistry:
         validator = self._validators.get(name)
         if validator is None:
             return []
+        declared = self._declared.get(name, frozenset())
         issues = []
-        for err in sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)):
-            pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in err.absolute_path)
+        for err in sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path]):
+            # A key the schema does not name is argument text: shown as "*", never quoted.
+            segments = (str(p) if isinstance(p, int) or p in declared else "*" for p in err.absolute_path)
+            pointer = "".join("/" + s.replace("~", "~0").replace("/", "~1") for s in segments)
             expected = json.dumps(err.validator_value, ensure_ascii=False) if err.validator != "$ref" else ""
             issues.append(SchemaIssue(pointer or "/", str(err.validator), expected[:120], err.message))
         return issues

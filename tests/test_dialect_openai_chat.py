@@ -214,10 +214,16 @@ def test_usage_on_a_running_choice_does_not_end() -> None:
     assert not [op for op in ops if isinstance(op, StreamEnd)]
 
 
-def test_finish_reason_ends_and_done_does_not_end_twice() -> None:
-    ops, adapter = feed_all(chunk_with(TC(0, call_id="c", name="f", arguments="{}")), finish(), USAGE_ONLY, "[DONE]")
-    assert [op for op in ops if isinstance(op, StreamEnd)] == [StreamEnd("finish_reason")]
+def test_done_ends_after_finish_reason_and_only_once() -> None:
+    ops, adapter = feed_all(chunk_with(TC(0, call_id="c", name="f", arguments="{}")), finish(), USAGE_ONLY)
+    assert [op for op in ops if isinstance(op, StreamEnd)] == []  # more may come before [DONE]
+    assert [op for op in adapter.feed(ev("[DONE]")) if isinstance(op, StreamEnd)] == [StreamEnd("[DONE]")]
     assert adapter.close() == []
+
+
+def test_finish_reason_without_done_ends_at_end_of_input() -> None:
+    _, adapter = feed_all(chunk_with(TC(0, call_id="c", name="f", arguments="{}")), finish())
+    assert [op for op in adapter.close() if isinstance(op, StreamEnd)] == [StreamEnd("finish_reason")]
 
 
 def test_done_alone_ends() -> None:
@@ -243,7 +249,8 @@ def test_n_choices_end_only_when_every_seen_choice_finished() -> None:
     assert not [op for op in ops if isinstance(op, StreamEnd)]
     late = adapter.feed(ev(chunk_with(TC(0, arguments="1}"), choice=1)))
     assert [op for op in late if not isinstance(op, Quirk)] == [ArgsFragment((1, 0, 0), "1}")]
-    assert [op for op in adapter.feed(ev(finish(1))) if not isinstance(op, Quirk)] == [StreamEnd("finish_reason")]
+    assert [op for op in adapter.feed(ev(finish(1))) if not isinstance(op, Quirk)] == []
+    assert [op for op in adapter.close() if not isinstance(op, Quirk)] == [StreamEnd("finish_reason")]
     result = assemble(both, finish(0), chunk_with(TC(0, arguments="1}"), choice=1), finish(1))
     assert [(c.call_id, c.state, c.arguments) for c in result.calls] == [
         ("a", CallState.COMMITTED, {}),

@@ -112,7 +112,9 @@ class GeminiAdapter:
             if isinstance(reason, str) and reason:
                 self._finished[ci] = reason
                 if ci in self._open:
-                    if reason == "MAX_TOKENS":
+                    if reason != "STOP":
+                        # MAX_TOKENS, SAFETY, RECITATION, MALFORMED_FUNCTION_CALL, OTHER...: the
+                        # provider cut the call; an object built so far must not reach the latch
                         truncated = True
                     else:
                         ops.append(Quirk("missing_function_call_terminator"))
@@ -120,7 +122,8 @@ class GeminiAdapter:
         seen = set(self._per_candidate) | set(self._finished)
         if truncated:
             self._ended = True
-            ops.append(StreamTruncated("finishReason MAX_TOKENS while a streamed function call was open"))
+            reasons = ",".join(sorted(set(self._finished.values())))
+            ops.append(StreamTruncated(f"finishReason {reasons} while a streamed function call was open"))
         elif self._finished and all(c in self._finished for c in seen):
             self._ended = True
             ops.append(StreamEnd("finishReason " + ",".join(sorted(set(self._finished.values())))))

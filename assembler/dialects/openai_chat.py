@@ -58,9 +58,8 @@ class OpenAIChatAdapter:
             ):
                 # the common chunk: one choice, no error, no usage, no filter results
                 choice = choices[0]
-                if choice.__class__ is dict and self._choice(choice, ops) and not self._ended:
-                    if all(c.finished for c in self._choices.values()):
-                        ops.extend(self._end("finish_reason"))
+                if choice.__class__ is dict:
+                    self._choice(choice, ops)
                 return ops
         if data == DONE:
             if not self._ended:
@@ -79,12 +78,9 @@ class OpenAIChatAdapter:
             return ops  # metadata: usage, prompt filter results, provider extras
         if data.get("usage") and any(isinstance(c, dict) and c.get("delta") for c in choices):
             ops.append(Quirk("usage_on_delta_chunk"))  # usage never ends anything
-        finished_now = False
         for choice in choices:
             if isinstance(choice, dict):
-                finished_now |= self._choice(choice, ops)
-        if finished_now and not self._ended and all(c.finished for c in self._choices.values()):
-            ops.extend(self._end("finish_reason"))
+                self._choice(choice, ops)
         return ops
 
     def _choice(self, choice: dict[str, Any], ops: list[Op]) -> bool:
@@ -100,6 +96,9 @@ class OpenAIChatAdapter:
             if state is None:
                 state = self._choices[ci] = _Choice()
             entries = delta.get("tool_calls")
+            if entries and state.finished:
+                ops.append(Quirk("tool_call_after_finish_reason"))
+                state.finished = False  # the choice is open again until its next finish_reason
             if len(delta) == 1 and entries.__class__ is list and len(entries) == 1 and self._continuation(state, entries[0], ops):
                 pass  # the common chunk: one more fragment for a bound index
             else:
@@ -157,8 +156,16 @@ class OpenAIChatAdapter:
         return ops
 
     def close(self) -> list[Op]:
+        """End of input: normal if every choice seen has its ``finish_reason``.
+
+        ``finish_reason`` alone does not end the stream while input continues: more choices
+        or a late tool call may still come (some gateways send them before ``[DONE]``); the
+        stream ends at ``[DONE]`` or, for recordings without it, at the end of input.
+        """
         if self._ended:
             return []
+        if self._choices and all(c.finished for c in self._choices.values()):
+            return self._end("finish_reason")
         return [StreamTruncated("input ended before finish_reason or [DONE]")]
 
     def _entry(self, ci: int, state: _Choice, entry: dict[str, Any], ops: list[Op]) -> None:
@@ -185,7 +192,8 @@ class OpenAIChatAdapter:
                 state.by_id[call_id] = key
                 state.ids[key] = call_id
             ops.append(CallIdentity(key, call_id or None, name or None))
-        if isinstance(args, (dict, list)):
+        if args is not None and not isinstance(args, str):
+            # an object, array, number or boolean where text belongs: judged as that JSON text
             ops.append(Quirk("arguments_as_json_value"))
             args = json.dumps(args, ensure_ascii=False)
         if isinstance(args, str) and args:
@@ -205,8 +213,12 @@ class OpenAIChatAdapter:
                 key = (ci, index, 0)
                 state.bound[index] = key
             elif call_id and state.ids.get(key) not in (None, call_id):
+                known = state.by_id.get(call_id)
+                if known is not None and known[1] == index:
+                    ops.append(Quirk("ids_interleaved_at_one_index"))
+                    return known  # an earlier call at this index, resumed: the id decides
                 ops.append(Quirk("same_index_new_id"))
-                key = (ci, index, key[2] + 1)
+                key = (ci, index, max(k[2] for k in state.keys if k[1] == index) + 1)
                 state.bound[index] = key
             return key
         ops.append(Quirk("missing_index"))
