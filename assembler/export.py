@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .capture import DONE, ProviderEvent, iter_capture
-from .dialects import detect
+from .dialects import ADAPTERS, detect, make_adapter
+from .model import ArgsFragment, CallStart
 from .jsonprefix import JSONPrefixScanner
 
 Json = Any
@@ -82,7 +83,12 @@ class _Redactor:
 
     def __init__(self) -> None:
         self.fragments = _Fragments()
-        self._ids: dict[Any, str] = {}
+        #: the keys the dialect adapter gave this event's argument fragments, in order: the
+        #: masker tracks calls exactly as the assembler does (same keying, same quirks)
+        self.keys: Iterator[Any] = iter(())
+
+    def _key(self, fallback: Any) -> Any:
+        return next(self.keys, fallback)
 
     def openai_chat(self, data: dict[str, Any]) -> None:
         for choice in data.get("choices") or ():
@@ -99,15 +105,9 @@ class _Redactor:
                     if not isinstance(fn, dict):
                         continue
                     index = entry.get("index")
-                    key = (ci, index if isinstance(index, int) else entry.get("id") or "?")
-                    call_id = entry.get("id")
-                    if call_id and self._ids.get(key) not in (None, call_id):
-                        self.fragments.reset(key)  # a new call at the same index
-                    if call_id:
-                        self._ids[key] = call_id
                     args = fn.get("arguments")
-                    if isinstance(args, str):
-                        fn["arguments"] = self.fragments.mask(key, args)
+                    if isinstance(args, str) and args:
+                        fn["arguments"] = self.fragments.mask(self._key((ci, index, entry.get("id"))), args)
                     elif args is not None:
                         fn["arguments"] = mask_value(args)
 
@@ -123,7 +123,7 @@ class _Redactor:
         elif kind == "content_block_delta" and isinstance(data.get("delta"), dict):
             delta = data["delta"]
             if delta.get("type") == "input_json_delta" and isinstance(delta.get("partial_json"), str):
-                delta["partial_json"] = self.fragments.mask(data.get("index"), delta["partial_json"])
+                delta["partial_json"] = self.fragments.mask(self._key((data.get("index"),)), delta["partial_json"])
             for field in ("text", "thinking", "signature", "citation"):
                 _set(delta, field, _text)
 
@@ -146,7 +146,7 @@ class _Redactor:
             if kind == "contentBlockDelta" and isinstance(delta, dict):
                 tool = delta.get("toolUse")
                 if isinstance(tool, dict) and isinstance(tool.get("input"), str):
-                    tool["input"] = self.fragments.mask(body.get("contentBlockIndex"), tool["input"])
+                    tool["input"] = self.fragments.mask(self._key((body.get("contentBlockIndex"),)), tool["input"])
                 _set(delta, "text", _text)
                 _set(delta, "reasoningContent", mask_value)
 
@@ -160,7 +160,7 @@ class _Redactor:
     def openai_responses(self, data: dict[str, Any]) -> None:
         kind = data.get("type") or ""
         if kind == "response.function_call_arguments.delta" and isinstance(data.get("delta"), str):
-            data["delta"] = self.fragments.mask(data.get("item_id") or data.get("output_index"), data["delta"])
+            data["delta"] = self.fragments.mask(self._key(data.get("item_id") or data.get("output_index")), data["delta"])
         elif kind.endswith(".delta") or kind.endswith(".done"):
             _set(data, "delta", _text)
             _set(data, "text", _text)
@@ -209,9 +209,10 @@ class _Redactor:
         if isinstance(content, dict):
             _set(content, "text", _text)
         calls = message.get("tool_calls")
-        fn = calls.get("function") if isinstance(calls, dict) else None
-        if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
-            fn["arguments"] = self.fragments.mask(data.get("index"), fn["arguments"])
+        for call in calls if isinstance(calls, list) else [calls]:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict) and isinstance(fn.get("arguments"), str) and fn["arguments"]:
+                fn["arguments"] = self.fragments.mask(self._key((data.get("index"),)), fn["arguments"])
 
 
 _DIALECT_METHOD = {
@@ -228,12 +229,25 @@ _DIALECT_METHOD = {
 def redact_events(events: Iterable[ProviderEvent], dialect: str | None = None) -> list[ProviderEvent]:
     """Masked copies of ``events`` (unparseable events are dropped)."""
     redactor = _Redactor()
+    adapter = None
     out: list[ProviderEvent] = []
     for event in events:
         if event.error is not None:
             continue
         if dialect is None:
             dialect = detect(event)
+        if adapter is None and dialect in ADAPTERS:
+            adapter = make_adapter(dialect)
+        ops: list[Any] = []
+        if adapter is not None:
+            try:
+                ops = adapter.feed(event)
+            except (TypeError, ValueError, KeyError, AttributeError, IndexError):
+                ops = []
+        for op in ops:
+            if type(op) is CallStart:
+                redactor.fragments.reset(op.key)  # a new call: its own string state
+        redactor.keys = iter([op.key for op in ops if type(op) is ArgsFragment])
         data = event.data
         if data != DONE and isinstance(data, dict) and dialect in _DIALECT_METHOD:
             data = json.loads(json.dumps(data))  # a private copy to rewrite

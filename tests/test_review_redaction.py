@@ -129,12 +129,6 @@ def test_gemini_partial_args_error_does_not_quote_argument_keys() -> None:
 CARD = "4111111111111111"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: export.redact_capture keys its masking scanner by (choice, index or id or '?') instead of by the "
-    "adapter's call key; continuations without an index (the b01 gateway shape) start a fresh scanner that reads "
-    "string content as a number and keeps it, so a card number inside a string value is exported verbatim",
-)
 def test_reproducer_masks_string_values_of_index_less_continuations() -> None:
     data = sse(
         chat({"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "pay", "arguments": '{"card":"'}}]}),
@@ -145,11 +139,6 @@ def test_reproducer_masks_string_values_of_index_less_continuations() -> None:
     assert CARD not in redact_capture(data, "x.sse").decode()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: export._Redactor.cohere masks tool_calls only when it is an object, but the Cohere adapter also accepts "
-    "the list-wrapped shape (cohere.py _tool_call): such arguments are exported unmasked",
-)
 def test_reproducer_masks_list_wrapped_cohere_arguments() -> None:
     secret = "CANARYcohere77aa88bb"
     start = {"type": "tool-call-start", "index": 0, "delta": {"message": {"tool_calls": [{"id": "A", "type": "function", "function": {"name": "f", "arguments": '{"token":"' + secret}}]}}}
