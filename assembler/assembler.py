@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from .config import AssembleConfig
 from .finalize import check_arguments
@@ -365,8 +366,16 @@ class Assembler:
     def _finish_failed(self, end: StreamEndKind, reason: Reason, detail: str | None, out: list[AssemblyEvent]) -> None:
         for call in self._ordered():
             if not call.machine.state.terminal:
+                call.diagnosis = self._cut_off(call, end)
                 self._fail(call, reason.with_detail(detail), out)
         self._set_end(end, detail, out)
+
+    def _cut_off(self, call: CallRecord, end: StreamEndKind) -> dict[str, Any]:
+        """Where a call's text stood when the stream was cut: bytes, and the prefix state."""
+        if call.buffer is None or call.lengths is None or not call.fragments:
+            return {"kind": "cut_off", "stream_end": end, "bytes": call.bytes, "fragments": call.fragments}
+        found = diagnose(split_fragments(call.buffer.decode("utf-8", "surrogatepass"), call.lengths))
+        return {"kind": "cut_off", "stream_end": end, "bytes": call.bytes, "fragments": call.fragments, "text": found}
 
     def _finish_cancelled(self, detail: str | None, out: list[AssemblyEvent]) -> None:
         for call in self._ordered():

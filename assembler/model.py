@@ -226,7 +226,9 @@ class CallOutcome:
     #: Why a FAILED call failed, precisely, without quoting argument text: for
     #: ``invalid_json`` ``{"kind": "invalid", "fragment_index", "byte_offset", "expected"}``
     #: or ``{"kind": "incomplete", "depth", "expected"}``; for ``schema_invalid``
-    #: ``{"kind": "schema", "errors": [{"pointer", "keyword"}]}``.
+    #: ``{"kind": "schema", "errors": [{"pointer", "keyword"}]}``; for a stream cut off or
+    #: failed by the provider ``{"kind": "cut_off", "stream_end", "bytes", "fragments",
+    #: "text": <invalid/incomplete/complete diagnosis of the text so far>}``.
     diagnosis: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:

@@ -34,6 +34,12 @@ def _diagnosis(diag: dict[str, Any] | None) -> str:
         return f"broke in fragment {diag['fragment_index']} at byte {diag['byte_offset']}, expected {diag['expected']}"
     if kind == "incomplete":
         return f"valid prefix cut off at depth {diag['depth']}, expected {diag['expected']}"
+    if kind == "cut_off":
+        inner = diag.get("text") or {}
+        state = {"incomplete": f"an incomplete prefix at depth {inner.get('depth')}", "complete": "a complete value"}.get(
+            str(inner.get("kind")), "invalid JSON" if inner else "no text"
+        )
+        return f"stream {diag['stream_end']} after {diag['bytes']} bytes in {diag['fragments']} fragments: {state}"
     if kind == "schema":
         return "schema errors at " + ", ".join(f"{e['pointer']} ({e['keyword']})" for e in diag["errors"])
     return str(diag.get("problem") or kind)

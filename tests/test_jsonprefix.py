@@ -141,3 +141,15 @@ def test_semantic_and_schema_diagnoses_name_no_argument_text() -> None:
         "errors": [{"pointer": "/", "keyword": "required"}, {"pointer": "/tags/1", "keyword": "type"}],
     }
     assert "sk-" not in json.dumps([dup.to_json(), bad.to_json()])
+
+
+def test_a_call_cut_off_by_the_stream_says_where_its_text_stood() -> None:
+    require_shared(CASES)
+    (result,) = assemble(Path(CASES / "b20-connection-drop-mid-call.sse"))
+    assert result.calls[0].diagnosis == {
+        "kind": "cut_off",
+        "stream_end": "truncated",
+        "bytes": 27,
+        "fragments": 1,
+        "text": {"kind": "incomplete", "depth": 1, "expected": "string character or '\"'"},
+    }
