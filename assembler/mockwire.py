@@ -270,31 +270,12 @@ def _chat_events(script: Script) -> list[bytes]:
 
 def _response_doc(script: Script, status: str, output: list[dict[str, Any]], usage: dict[str, Any] | None) -> dict[str, Any]:
     return {
-        "id": "resp_" + _token(script.name + "/resp", 40).lower(),
-        "object": "response",
-        "created_at": _CREATED,
-        "status": status,
-        "background": False,
-        "error": None,
-        "incomplete_details": None,
-        "instructions": None,
-        "max_output_tokens": None,
-        "model": _RESPONSES_MODEL,
-        "output": output,
-        "parallel_tool_calls": True,
-        "previous_response_id": None,
-        "reasoning": {"effort": None, "summary": None},
-        "service_tier": "default",
-        "store": True,
-        "temperature": 1.0,
-        "text": {"format": {"type": "text"}},
-        "tool_choice": "auto",
-        "tools": [],
-        "top_p": 1.0,
-        "truncation": "disabled",
-        "usage": usage,
-        "user": None,
-        "metadata": {},
+        "id": "resp_" + _token(script.name + "/resp", 40).lower(), "object": "response", "created_at": _CREATED, "status": status,
+        "background": False, "error": None, "incomplete_details": None, "instructions": None, "max_output_tokens": None,
+        "model": _RESPONSES_MODEL, "output": output, "parallel_tool_calls": True, "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None}, "service_tier": "default", "store": True, "temperature": 1.0,
+        "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [], "top_p": 1.0, "truncation": "disabled",
+        "usage": usage, "user": None, "metadata": {},
     }
 
 
@@ -418,19 +399,7 @@ def synthesize_stream(dialect: MockDialect, doc: dict[str, Any], name: str = "re
 
 
 __all__ = [
-    "MOCK_DIALECTS",
-    "MockDialect",
-    "ScenarioError",
-    "Script",
-    "WireCall",
-    "final_response",
-    "rechunk",
-    "scenario_events",
-    "scenario_names",
-    "scenario_script",
-    "script_from_chat_wire",
-    "script_from_response",
-    "split_events",
-    "stream_events",
+    "MOCK_DIALECTS", "MockDialect", "ScenarioError", "Script", "WireCall", "final_response", "rechunk", "scenario_events",
+    "scenario_names", "scenario_script", "script_from_chat_wire", "script_from_response", "split_events", "stream_events",
     "synthesize_stream",
 ]

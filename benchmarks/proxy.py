@@ -9,7 +9,9 @@ ignored by SSE readers; the assembler counts them as a quirk). The client reads 
 concurrent streams of ``chunks`` chunks at ``rate`` chunks/s each, records for every chunk
 ``arrival - stamp`` (CLOCK_MONOTONIC is one clock for every process on the machine), and
 does so directly against the mock and through ``/proxy/bench/...`` in alternating rounds
-of the same run. The proxy's added latency is the difference of the percentiles; the
+of the same run. Streams start spread over one chunk interval, as independent agents do
+(``--lockstep`` starts them at once: every stream's chunk then arrives in the same
+instant and the proxy forwards the burst one chunk after another). The proxy's added latency is the difference of the percentiles; the
 target is p99 added < 2 ms.
 """
 
@@ -80,8 +82,9 @@ def wait_up(url: str, process: subprocess.Popen[bytes]) -> None:
     raise SystemExit(f"{url}: server did not start")
 
 
-async def one_stream(client: object, url: str, body: dict[str, object], latencies: list[float]) -> int:
+async def one_stream(client: object, url: str, body: dict[str, object], latencies: list[float], start_after: float = 0.0) -> int:
     chunks = 0
+    await asyncio.sleep(start_after)
     async with client.stream("POST", url, json=body) as response:  # type: ignore[attr-defined]
         response.raise_for_status()
         async for data in response.aiter_raw():
@@ -92,15 +95,16 @@ async def one_stream(client: object, url: str, body: dict[str, object], latencie
     return chunks
 
 
-async def round_of(url: str, streams: int, body: dict[str, object]) -> tuple[list[float], float, int]:
+async def round_of(url: str, streams: int, body: dict[str, object], spread: float = 0.0) -> tuple[list[float], float, int]:
+    """``streams`` concurrent streams, started ``spread / streams`` seconds apart (0: all at once)."""
     import httpx
 
     latencies: list[float] = []
     limits = httpx.Limits(max_connections=streams + 4, max_keepalive_connections=streams + 4)
     async with httpx.AsyncClient(timeout=120, limits=limits) as client:
         started = time.monotonic()
-        counts = await asyncio.gather(*(one_stream(client, url, body, latencies) for _ in range(streams)))
-        elapsed = time.monotonic() - started
+        counts = await asyncio.gather(*(one_stream(client, url, body, latencies, n * spread / streams) for n in range(streams)))
+        elapsed = time.monotonic() - started - spread * (streams - 1) / streams
     return latencies, elapsed, sum(counts)
 
 
@@ -115,6 +119,9 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=200.0, help="chunks per second per stream")
     parser.add_argument("--chunks", type=int, default=1000, help="chunks per stream")
     parser.add_argument("--rounds", type=int, default=2, help="direct/proxied round pairs")
+    parser.add_argument("--lockstep", action="store_true",
+                        help="start every stream at once, so all streams' chunks arrive in the same instant (default: "
+                             "independent agents, their starts spread over one chunk interval)")
     parser.add_argument("--upstream-server", nargs=3, metavar=("PORT", "CAPTURES", "DELAY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.upstream_server:
@@ -144,12 +151,13 @@ def main() -> int:
         proxy_url = f"http://127.0.0.1:{proxy_port}/proxy/bench/v1/chat/completions"
         asyncio.run(round_of(direct_url, 2, body))  # warm up both paths
         asyncio.run(round_of(proxy_url, 2, body))
+        spread = 0.0 if args.lockstep else 1.0 / args.rate
         direct: list[float] = []
         proxied: list[float] = []
         rates: dict[str, list[float]] = {"direct": [], "proxied": []}
         for _ in range(args.rounds):
             for name, url, sink in (("direct", direct_url, direct), ("proxied", proxy_url, proxied)):
-                got, elapsed, count = asyncio.run(round_of(url, args.streams, body))
+                got, elapsed, count = asyncio.run(round_of(url, args.streams, body, spread))
                 sink.extend(got)
                 rates[name].append(count / args.streams / elapsed)
     finally:
@@ -158,7 +166,8 @@ def main() -> int:
             process.wait(timeout=10)
 
     print(f"toollatch proxy benchmark: {args.streams} concurrent streams x {args.chunks} chunks at {args.rate:g} chunks/s each, "
-          f"loopback, {args.rounds} direct/proxied round pairs (Python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
+          f"loopback, {args.rounds} direct/proxied round pairs, starts {'in lockstep' if args.lockstep else 'spread over one chunk interval'} "
+          f"(Python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
     print(f"{'path':<9} {'chunks':>8} {'chunks/s/stream':>16} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'mean ms':>8}")
     for name, values in (("direct", direct), ("proxied", proxied)):
         print(f"{name:<9} {len(values):>8} {statistics.mean(rates[name]):>16.1f} {pct(values, 50):>8.3f} {pct(values, 99):>8.3f} "

@@ -4,7 +4,9 @@
  * the first paint. Everything else waits for DOMContentLoaded. Controls are POSTed to the
  * session's control endpoint (the same one the buttons use) with `HX-Request: true`; the
  * answer is 204 and the WebSocket brings the new state. No argument text is ever handled
- * here: the script only reads the data-* attributes of #status.
+ * here: the script reads the data-* attributes of #status, and swaps in the triage panel
+ * (GET /sessions/{id}/triage, the same HTML the page itself serves) when #status says the
+ * replay state it shows is out of date.
  */
 (() => {
   "use strict";
@@ -142,6 +144,47 @@
     });
   }
 
+  // ------------------------------------------------------------------ triage panel
+
+  // #status says which replay state the triage panel must show (data-triage); the panel
+  // says which it shows (data-state). When they differ (a restart, a step back, a seek,
+  // the end of the replay) the panel is fetched again. Its HTML never comes over the
+  // WebSocket: revealed text stays out of the frames.
+  let triageLoading = false;
+
+  function syncTriage() {
+    const st = document.getElementById("status");
+    const panel = document.getElementById("triage");
+    if (!st || !panel || !st.dataset.triage || !panel.dataset.src || triageLoading) return;
+    if (panel.dataset.state === st.dataset.triage) return;
+    const wanted = st.dataset.triage;
+    triageLoading = true;
+    fetch(panel.dataset.src, { headers: { "HX-Request": "true" }, credentials: "same-origin" })
+      .then((response) => (response.ok ? response.text() : null))
+      .then((html) => {
+        const current = document.getElementById("triage");
+        if (!html || !current) return;
+        const template = document.createElement("template");
+        template.innerHTML = html.trim();
+        const fresh = template.content.querySelector("#triage");
+        if (!fresh) return;
+        current.replaceWith(fresh);
+        if (window.htmx && typeof window.htmx.process === "function") window.htmx.process(fresh);
+      })
+      .catch(() => { /* the next status change tries again */ })
+      .finally(() => {
+        triageLoading = false;
+        // The replay moved on while the panel was fetched: fetch once more.
+        const now = document.getElementById("status");
+        if (now && now.dataset.triage !== wanted) syncTriage();
+      });
+  }
+
+  function onMessage() {
+    syncFromStatus();
+    syncTriage();
+  }
+
   // Keys -> actions. Letters ignore case; "=" and "_" are + and - without Shift.
   const KEYS = {
     " ": () => control("toggle"),
@@ -178,9 +221,9 @@
     document.addEventListener("keydown", onKey);
     if (!live) return;
     wireScrubber();
-    syncFromStatus();
+    onMessage();
     // hx-ws fires this on #live after each message has been swapped in.
-    live.addEventListener("htmx:ws:after:message:incoming", syncFromStatus);
+    live.addEventListener("htmx:ws:after:message:incoming", onMessage);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

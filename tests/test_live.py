@@ -87,12 +87,13 @@ def verdicts(doc: dict[str, Any]) -> list[tuple[str, str | None]]:
 
 def test_the_index_page_offers_the_proxy_and_direct_connect(base: str) -> None:
     page = httpx.get(base + "/").text
-    assert f"{base}/proxy/openai/v1".replace("http://127.0.0.1", "http://127.0.0.1") in page or "/proxy/openai/v1" in page
+    assert "/proxy/openai/v1</code>" in page and "/proxy/anthropic</code>" in page
     assert 'action="/connect"' in page and '<option value="remote">remote</option>' in page
     assert '<option value="mock" selected>mock (built-in mock)</option>' in page
     live = httpx.get(base + "/api/live").json()
     assert {"name": "remote", "mock": False, "api_key_env": "TOOLLATCH_TEST_REMOTE_KEY"} in live["upstreams"]
     assert "parallel" in live["scenarios"]
+    assert httpx.get(base + "/api/scenarios").json() == live["scenarios"]  # a JSON array of names
 
 
 @pytest.mark.parametrize("api", ["chat", "responses", "messages"])

@@ -64,11 +64,13 @@ def session_doc(base: str, sid: str) -> dict[str, Any]:
 
 
 def finished(base: str, sid: str) -> dict[str, Any]:
-    """The session document once the session is done and its end is recorded."""
+    """The session document once the session is done, its end applied and its recording saved."""
 
     def done() -> dict[str, Any] | None:
         doc = session_doc(base, sid)
-        return doc if doc["status"] in ("finished", "cancelled", "error") and doc["live"]["end"] else None
+        ended = doc["status"] in ("finished", "cancelled", "error") and doc["live"]["end"]
+        saved = doc["live"]["recording"] or not doc["live"]["size"]  # the recording is written just after the end
+        return doc if ended and saved else None
 
     return dict(wait_for(done, what=f"session {sid} to end"))
 

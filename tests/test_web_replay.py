@@ -71,17 +71,22 @@ def test_speed_multiplies_the_base_rate_and_leaves_timelines_alone() -> None:
     assert one["calls"] == two["calls"], "virtual time follows the base rate, not the speed"
 
 
-def test_speed_control_accepts_max_and_ignores_junk() -> None:
+def test_speed_control_accepts_max_clamps_out_of_range_and_refuses_junk() -> None:
     with make_client() as client:
         sid = start(client, "openai-single")
         client.post(f"/sessions/{sid}/control", data={"action": "speed", "speed": "max"})
         doc = client.get(f"/api/sessions/{sid}").json()
         assert doc["speed"] == "max" and doc["effective_rate"] is None
-        client.post(f"/sessions/{sid}/control", data={"action": "speed", "speed": "50"})
-        assert client.get(f"/api/sessions/{sid}").json()["speed"] == "max"
         page = client.get(f"/sessions/{sid}").text
-    assert '<option value="max" selected>max</option>' in page
-    assert 'data-speed="max"' in page
+        assert '<option value="max" selected>max</option>' in page
+        assert 'data-speed="max"' in page
+        assert client.post(f"/sessions/{sid}/control", data={"action": "speed", "speed": "fast"}).status_code == 400
+        assert client.get(f"/api/sessions/{sid}").json()["speed"] == "max"
+        client.post(f"/sessions/{sid}/control", data={"action": "speed", "speed": "50"})
+        assert client.get(f"/api/sessions/{sid}").json()["speed"] == 20.0
+        page = client.get(f"/sessions/{sid}").text
+    assert '<option value="20" selected>20×</option>' in page
+    assert "Speed 50× is out of range (0.25× … 20×, or max); using 20×." in page
 
 
 def test_api_accepts_max_rate_and_speed() -> None:
@@ -169,14 +174,15 @@ def test_seek_back_and_forth_and_clamp() -> None:
     total = DEMOS[name].events
     with make_client() as client:
         sid = start(client, name)
-        for position, expected in ((40, 40), (10, 10), (10, 10), (9999, total), (0, 0)):
+        for position, expected in ((40, 40), (10, 10), (10, 10), (9999, total), (0, 0), (-1, 0)):
             response = client.post(f"/sessions/{sid}/control", data={"action": "seek", "position": str(position)}, headers={"HX-Request": "true"})
             assert response.status_code == 204
             doc = client.get(f"/api/sessions/{sid}").json()
             assert doc["position"] == expected
             assert {k: doc[k] for k in ("calls", "verdicts")} == {k: stepped(name, expected).to_json()[k] for k in ("calls", "verdicts")}
         assert client.get(f"/api/sessions/{sid}").json()["status"] == "paused"
-        for bad in ("-1", "x", ""):
+        assert "Event -1 is out of range" in client.get(f"/sessions/{sid}").text  # clamped, with a notice
+        for bad in ("x", "", "1.5"):
             assert client.post(f"/sessions/{sid}/control", data={"action": "seek", "position": bad}).status_code == 400
 
 

@@ -151,17 +151,20 @@ def test_reveal_is_refused_before_the_end_and_for_demos() -> None:
         assert client.post("/sessions/nope/reveal", data={"reveal": "on"}).status_code == 404
 
 
-def test_triage_panel_polls_until_the_replay_is_over() -> None:
+def test_triage_panel_waits_for_the_end_and_names_the_state_it_shows() -> None:
     require_shared(CASES)
     with make_client() as client:
         sid = upload(client, B11.name, B11.read_bytes(), finish=False)
         client.post(f"/sessions/{sid}/control", data={"action": "seek", "position": "1"})
         panel = client.get(f"/sessions/{sid}/triage").text
-        assert f'hx-get="/sessions/{sid}/triage"' in panel and "Shown when the replay is over." in panel
+        state = doc(client, sid)["triage"]["state"]
+        assert f'data-state="{state}"' in panel and state.endswith(":open") and "hx-get" not in panel
+        assert panel.count("Shown when the replay is over.") == 2
         assert doc(client, sid)["triage"]["naive_lane"] is None
         client.post(f"/sessions/{sid}/control", data={"action": "seek", "position": "5"})
         panel = client.get(f"/sessions/{sid}/triage").text
-        assert "hx-get" not in panel and "would have executed" in panel
+        assert "Shown when the replay is over." not in panel and "would have executed" in panel
+        assert 'data-state="' + doc(client, sid)["triage"]["state"] + '"' in panel
 
 
 # ------------------------------------------------------------------ naive lane

@@ -3,7 +3,8 @@
 ``POST /api/sessions`` starts a session from JSON (``{"demo": name}`` or
 ``{"capture": path}``, optional ``"rate"`` (base events/second, or ``"max"``),
 ``"speed"`` (0.25 … 20 or ``"max"``) and ``"autoplay"``) and answers ``201`` with the
-session document.
+session document. A value out of range is refused with ``400`` and a message naming the
+range (the HTML forms clamp it instead, with a notice: :mod:`web.controls`).
 
 A session document also carries ``delivery``: renders so far and, per WebSocket viewer,
 frames offered, sent, dropped (progress only) and full-state resyncs.
@@ -16,7 +17,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from .replay import SessionStore
+from .replay import MAX_RATE, MIN_RATE, SessionStore
 from .settings import FULL_SPEED, Settings, parse_speed
 from .sources import SourceError, capture_list, demo_list, load_capture, load_demo
 from .triage_routes import session_triage
@@ -74,8 +75,8 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
         rate, speed = body.get("rate"), 1.0
         if rate == "max":
             rate, speed = None, FULL_SPEED
-        if rate is not None and (not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 0 < rate < float("inf")):
-            return JSONResponse({"error": "rate must be a positive number (events/second) or \"max\""}, status_code=400)
+        if rate is not None and (not isinstance(rate, (int, float)) or isinstance(rate, bool) or not MIN_RATE <= rate <= MAX_RATE):
+            return JSONResponse({"error": f"rate must be a number of events/second from {MIN_RATE:g} to {MAX_RATE:g}, or \"max\""}, status_code=400)
         if "speed" in body:
             parsed = parse_speed(body["speed"])
             if parsed is None:

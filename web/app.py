@@ -15,8 +15,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from . import api, library, observe, pages, triage_routes, ws
@@ -38,6 +41,18 @@ def resource_dir(name: str) -> Path:
     """``web/<name>`` when installed as a wheel, else ``<repo>/<name>``."""
     installed = _PACKAGE_DIR / name
     return installed if installed.is_dir() else _PACKAGE_DIR.parent / name
+
+
+#: Paths whose errors stay JSON whatever the client accepts: the JSON API, the proxy and the
+#: mock (agents and SDKs), the WebSocket and static files.
+_MACHINE_PREFIXES = ("/api/", "/proxy/", "/mock/", "/ws/", "/static/", "/v1/")
+_ERROR_TITLES = {404: "Page not found", 405: "Method not allowed"}
+
+
+def wants_html(request: Request) -> bool:
+    """A browser asking for a page: ``Accept`` names ``text/html`` and the path is not an API's."""
+    path = request.url.path
+    return "text/html" in request.headers.get("accept", "") and not path.startswith(_MACHINE_PREFIXES) and path != "/metrics"
 
 
 def create_app(settings: Settings | None = None, *, sleep: Sleep = asyncio.sleep, clock: Clock = time.monotonic) -> FastAPI:
@@ -64,6 +79,22 @@ def create_app(settings: Settings | None = None, *, sleep: Sleep = asyncio.sleep
     app.state.renderer = renderer
     app.state.sources = sources
     app.mount("/static", StaticFiles(directory=resource_dir("static")), name="static")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        # Unknown paths (and wrong methods) get the HTML error page in a browser, JSON elsewhere.
+        if not wants_html(request):
+            return await http_exception_handler(request, exc)
+        title = _ERROR_TITLES.get(exc.status_code, f"Error {exc.status_code}")
+        if exc.status_code == 404:
+            message = f"There is no page at {request.url.path[:200]}."
+        elif exc.status_code == 405:
+            message = f"{request.url.path[:200]} does not answer {request.method} requests."
+        else:
+            message = str(exc.detail)
+        html = renderer.page("error.html", title=title, message=message)
+        return HTMLResponse(html, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
     close_live = install_live(app, settings, store, renderer, sources)  # proxy, mock, direct connect, recordings
     app.include_router(pages.build_router(settings, store, renderer))
     app.include_router(api.build_router(settings, store))

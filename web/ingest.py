@@ -162,14 +162,32 @@ def dry_run(data: bytes, name: str, config: AssembleConfig, registry: ToolRegist
             pipeline.feed(event)
         pipeline.close()
     except CaptureError as exc:
-        text = str(exc)
-        if "(byte " not in text and "byte " not in text:
-            text += f" (read {count} events, up to {name}:{line} (byte {offset}))" if count else f" ({name}: no event read from byte 0)"
-        raise SourceError(f"Not a readable provider stream. {text}") from None
+        raise SourceError(unreadable(name, str(exc), count, line, offset)) from None
     except Exception as exc:  # a bug must not become a 500; the text could quote content
         log.error("dry run of %s raised %s", name, type(exc).__name__)
         raise SourceError(f"Cannot assemble {name}: the assembler failed ({type(exc).__name__}) near {name}:{line} (byte {offset}).") from None
     return DryRun(count, pipeline.dialect, pipeline.results())
+
+
+def unreadable(name: str, text: str, count: int, line: int, offset: int) -> str:
+    """The message for a capture the assembler cannot read: the file and the byte, once each.
+
+    ``text`` is the :class:`CaptureError`'s; it names the file, and the line and byte when it
+    knows them (``broken.sse:1 (byte 0): event data is not JSON``). When it does not, the
+    place the reading got to is added: after ``count`` events, the last at ``line`` and byte
+    ``offset``.
+    """
+    prefix = "Not a readable provider stream: "
+    if "byte " in text:
+        return prefix + text
+    what = text.removeprefix(f"{name}: ")
+    where = f"{name}:{line} (byte {offset:,})" if count else f"{name} (byte 0)"
+    read = f"the {count:,} event{'' if count == 1 else 's'} read" if count != 1 else "the one event read"
+    if what.startswith("no known provider stream"):  # "… found", "… in the first N events"
+        if not count:
+            return prefix + f"{where}: no known provider stream (no event could be read). Upload raw SSE, JSON Lines, a HAR export or a Bedrock event stream."
+        return prefix + f"{where}: no known provider stream in {read}."
+    return prefix + f"{where}: {what}" + (f" (after {read})." if count else ".")
 
 
 def summary(run: DryRun) -> dict[str, Any]:

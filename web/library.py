@@ -24,6 +24,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from .controls import BadValue, Pace, start_pace
 from .ingest import FORMAT_LABELS, detect_format, ingest, load_stored, read_upload
 from .render import Renderer
 from .replay import SessionStore
@@ -86,12 +87,30 @@ def _age(created: float) -> str:
     return "just now"
 
 
-async def receive_upload(request: Request, settings: Settings, store: Store) -> tuple[list[LoadedSource], Any]:
-    """Read, check and store the upload form; return the sources and the raw ``rate`` field.
+class UploadError(SourceError):
+    """A rejected upload or paste; ``paste`` is the pasted text, to put back in the form."""
+
+    def __init__(self, message: str, status: int, paste: str | None) -> None:
+        super().__init__(message, status)
+        self.paste = paste
+
+
+async def receive_upload(request: Request, settings: Settings, store: Store) -> tuple[list[LoadedSource], Pace]:
+    """Read, check and store the upload form; return the sources and the pace asked for
+    (base rate, speed, notice: see :func:`web.controls.start_pace`).
 
     The file is read in 1 MiB pieces up to ``max_upload_bytes``; pasted text (field
-    ``paste``) is used when no file was chosen. Raises :class:`SourceError` (4xx).
+    ``paste``) is used when no file was chosen. Raises :class:`UploadError` (4xx), which
+    carries the pasted text so the form can be shown again with it.
     """
+    pasted: list[str] = []
+    try:
+        return await _receive_upload(request, settings, store, pasted)
+    except SourceError as exc:
+        raise UploadError(str(exc), exc.status, pasted[0] if pasted else None) from None
+
+
+async def _receive_upload(request: Request, settings: Settings, store: Store, pasted: list[str]) -> tuple[list[LoadedSource], Pace]:
     limit = settings.max_upload_bytes
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit + 2 * 1024 * 1024:
@@ -99,6 +118,8 @@ async def receive_upload(request: Request, settings: Settings, store: Store) -> 
     try:
         async with request.form(max_files=2, max_fields=_MAX_FORM_FIELDS, max_part_size=limit + 1) as form:
             file, tools, paste, rate = form.get("file"), form.get("tools"), form.get("paste"), form.get("rate")
+            if isinstance(paste, str) and paste.strip():
+                pasted.append(paste)
             tools_raw: bytes | None = None
             tools_name = ""
             if tools is not None and not isinstance(tools, str) and tools.filename:
@@ -120,8 +141,12 @@ async def receive_upload(request: Request, settings: Settings, store: Store) -> 
         if "maximum size" in str(exc):
             raise SourceError(f"The pasted text is larger than the {limit / 2**20:.0f} MiB limit.", 413) from None
         raise SourceError("The upload could not be read as a multipart form. Use the form below.", 400) from None
+    try:
+        pace = start_pace(rate)  # before anything is stored
+    except BadValue as exc:
+        raise SourceError(str(exc), 400) from None
     sources = await asyncio.to_thread(ingest, filename, data, tools_raw, tools_name, settings.config, store, origin=origin)
-    return sources, rate
+    return sources, pace
 
 
 def build_router(settings: Settings, sessions: SessionStore, store: Store, renderer: Renderer) -> APIRouter:

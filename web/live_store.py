@@ -17,10 +17,12 @@ that reaches the same verdicts (a cancelled recording stops at the same event).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets as _secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from assembler.mockwire import MOCK_DIALECTS, synthesize_stream
@@ -114,11 +116,18 @@ class LiveSessionStore(SessionStore):
             abort()
         self.flush(session)
 
-    def finished(self, session: LiveSession, forwarded_secrets: list[str]) -> None:
-        """A live session ended: render the end and save the recording."""
-        if self.recordings is not None and session.live_source.size:
-            save_recording(self.recordings, session, forwarded_secrets)
-            session.pending.status = session.pending.controls = True
+    async def finished(self, session: LiveSession, forwarded_secrets: list[str]) -> None:
+        """A live session ended: render the end, then save the recording in a worker thread
+        (a database write, with its fsync, must not stall the other streams on the loop)."""
+        self.flush(session)
+        if self.recordings is None or not session.live_source.size:
+            return
+        prepared = prepare_recording(session, forwarded_secrets)
+        try:
+            session.live_source.recording = await asyncio.to_thread(prepared.write, self.recordings)
+        except Exception as exc:  # a full disk must not break the client's response
+            log.error("session %s: recording not saved (%s)", session.id, type(exc).__name__)
+        session.pending.status = session.pending.controls = True
         self.flush(session)
 
     def play(self, session: Session) -> None:
@@ -163,20 +172,43 @@ def scrub(body: bytes, secrets: list[str]) -> tuple[bytes, bool]:
     return body, hit
 
 
-def save_recording(store: Store, session: LiveSession, forwarded_secrets: list[str]) -> str:
-    """Save ``session`` as a recording; returns its id (also kept on the session's source)."""
+@dataclass(frozen=True)
+class PreparedRecording:
+    """Everything a recording stores, computed on the event loop; written by :meth:`write`."""
+
+    session: str
+    name: str
+    body: bytes
+    tools: list[Any] | None
+    meta: dict[str, Any]
+    summary: dict[str, Any]
+
+    def write(self, store: Store) -> str:
+        """The database writes (blocking: run them off the event loop); returns the id."""
+        rid = store.save(kind="recording", name=self.name, body=self.body, tools=self.tools, meta=self.meta)
+        store.set_summary(rid, self.summary)
+        log.info("session %s: saved recording %s (%d bytes)", self.session, rid, len(self.body))
+        return rid
+
+
+def prepare_recording(session: LiveSession, forwarded_secrets: list[str]) -> PreparedRecording:
+    """The recording of a finished ``session``: its bytes (scrubbed of any forwarded credential),
+    request tools, metadata and search summary. Never a header."""
     body, redacted = scrub(session.live_source.data, forwarded_secrets)
     meta = session.recording_meta()
     if redacted:
         meta["redacted"] = "a forwarded credential appeared in the body and was replaced"
     text = json.dumps(meta, ensure_ascii=False)
     clean, _ = scrub(text.encode(), forwarded_secrets)  # the request body too, if a key was pasted into it
-    meta = json.loads(clean)
-    name = f"{session.live_source.upstream} {session.live_source.endpoint}" + (f" {session.live_source.model}" if session.live_source.model else "")
-    rid = store.save(kind="recording", name=name, body=body, tools=session.live_source.tools, meta=meta)
-    store.set_summary(rid, recording_summary(session))
+    src = session.live_source
+    name = f"{src.upstream} {src.endpoint}" + (f" {src.model}" if src.model else "")
+    return PreparedRecording(session.id, name, body, src.tools, json.loads(clean), recording_summary(session))
+
+
+def save_recording(store: Store, session: LiveSession, forwarded_secrets: list[str]) -> str:
+    """Save ``session`` as a recording, blocking; returns its id (also kept on the session's source)."""
+    rid = prepare_recording(session, forwarded_secrets).write(store)
     session.live_source.recording = rid
-    log.info("session %s: saved recording %s (%d bytes)", session.id, rid, len(body))
     return rid
 
 

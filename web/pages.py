@@ -10,22 +10,24 @@ Control actions (form field ``action``): ``play``, ``pause``, ``toggle``, ``step
 ``back``, ``seek`` (with ``position``, 0 … total events), ``restart``, ``cancel``,
 ``rate`` (with ``rate``, base events/second) and ``speed`` (with ``speed``: 0.25 … 20 or
 ``max``). A ``rate`` or ``speed`` field sent along with another action is applied too.
+Values (:mod:`web.controls`): not a number is a ``400``; a number out of range is clamped,
+and the session page shows a notice saying so until the next control.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from .library import receive_upload
+from .controls import BadValue, form_position, form_rate, form_speed, start_pace
+from .library import UploadError, receive_upload
 from .render import Renderer, demo_groups
-from .replay import SessionStore
+from .replay import MAX_RATE, MIN_RATE, SessionStore
 from .session import Session
-from .settings import FULL_SPEED, Settings, parse_speed
+from .settings import MAX_SPEED, MIN_SPEED, Settings
 from .sources import SourceError, capture_list, demo_list, load_capture, load_demo
 from .triage_routes import session_triage
 
@@ -35,39 +37,15 @@ log = logging.getLogger("toollatch.web")
 _MAX_FORM_FIELDS = 8
 
 
-def _rate(raw: Any) -> float | None:
-    """A positive finite rate from a form value, else None."""
-    try:
-        rate = float(raw)
-    except (TypeError, ValueError):
-        return None
-    return rate if 0 < rate < float("inf") else None
-
-
-def _start_pace(raw: Any) -> tuple[float | None, float]:
-    """``(base rate, speed)`` from a start form's ``rate`` field; ``"max"`` means full speed."""
-    if isinstance(raw, str) and raw.strip().lower() == "max":
-        return None, FULL_SPEED
-    return _rate(raw), 1.0
-
-
-def _position(raw: Any) -> int | None:
-    """A non-negative event position from a form value, else None."""
-    try:
-        value = int(str(raw))
-    except (TypeError, ValueError):
-        return None
-    return value if value >= 0 else None
-
-
 def build_router(settings: Settings, store: SessionStore, renderer: Renderer) -> APIRouter:
     """Routes ``/``, ``/sessions``, ``/sessions/upload``, ``/sessions/{id}``, ``/sessions/{id}/control``."""
     router = APIRouter()
 
-    def index_page(error: str | None = None, status: int = 200, query: Mapping[str, str] | None = None) -> HTMLResponse:
+    def index_page(error: str | None = None, status: int = 200, query: Mapping[str, str] | None = None, paste: str = "") -> HTMLResponse:
         html = renderer.page(
             "index.html",
             error=error,
+            paste=paste,
             query=dict(query or {}),
             groups=demo_groups(demo_list()),
             captures=capture_list(settings.captures_dir),
@@ -81,7 +59,8 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
     def error_page(title: str, message: str, status: int) -> HTMLResponse:
         return HTMLResponse(renderer.page("error.html", title=title, message=message), status_code=status)
 
-    def started(session: Session) -> RedirectResponse:
+    def started(session: Session, notice: str | None = None) -> RedirectResponse:
+        session.set_notice(notice)
         return RedirectResponse(f"/sessions/{session.id}", status_code=303)
 
     @router.get("/", response_class=HTMLResponse)
@@ -91,10 +70,13 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
     @router.post("/sessions")
     async def start(request: Request) -> Response:
         async with request.form(max_files=0, max_fields=_MAX_FORM_FIELDS) as form:
-            kind, name = form.get("kind"), form.get("name")
-            rate, speed = _start_pace(form.get("rate"))
+            kind, name, raw_rate = form.get("kind"), form.get("name"), form.get("rate")
         if not isinstance(kind, str) or not isinstance(name, str) or not name:
             return index_page("Choose a demo or a capture to replay.", 400)
+        try:
+            rate, speed, notice = start_pace(raw_rate)
+        except BadValue as exc:
+            return index_page(str(exc), 400)
         try:
             if kind == "demo":
                 source = load_demo(name, settings.config)
@@ -104,20 +86,21 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
                 return index_page(f"Unknown source kind {kind!r}.", 400)
         except SourceError as exc:
             return index_page(str(exc), exc.status)
-        return started(store.create(source, rate=rate, speed=speed))
+        return started(store.create(source, rate=rate, speed=speed), notice)
 
     @router.post("/sessions/upload")
     async def upload(request: Request) -> Response:
         # A file or pasted text: raw SSE (curl -N / curl -i), JSON Lines, HAR, Bedrock event
         # stream. Each stream is stored (web.store) and gets its own session.
         try:
-            sources, raw_rate = await receive_upload(request, settings, request.app.state.sources)
-        except SourceError as exc:
-            return index_page(str(exc), exc.status)
-        rate, speed = _start_pace(raw_rate)
+            sources, (rate, speed, notice) = await receive_upload(request, settings, request.app.state.sources)
+        except UploadError as exc:  # the form again, with the pasted text (escaped by the template)
+            return index_page(str(exc), exc.status, paste=exc.paste if exc.paste and exc.status != 413 else "")
         created = [store.create(source, rate=rate, speed=speed) for source in sources]
+        for session in created:
+            session.set_notice(notice)
         if len(created) == 1:
-            return started(created[0])
+            return started(created[0], notice)
         return RedirectResponse("/?started=" + ",".join(s.id for s in created) + "#sessions-h", status_code=303)
 
     @router.get("/sessions/{sid}", response_class=HTMLResponse)
@@ -134,8 +117,7 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
         if session is None:
             return error_page("Session not found", f"There is no session {sid!r}; it may have expired.", 404)
         async with request.form(max_files=0, max_fields=_MAX_FORM_FIELDS) as form:
-            action, rate, speed = form.get("action"), _rate(form.get("rate")), parse_speed(form.get("speed"))
-            position = _position(form.get("position"))
+            action, raw_rate, raw_speed, raw_position = form.get("action"), form.get("rate"), form.get("speed"), form.get("position")
         simple = {
             "play": store.play,
             "pause": store.pause,
@@ -147,8 +129,18 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
         }
         if action not in (*simple, "seek", "rate", "speed"):
             return error_page("Unknown control", f"Unknown action {action!r}.", 400)
-        if action == "seek" and position is None:
-            return error_page("Bad position", "Seek needs a position: a whole number of events from 0.", 400)
+        # Not a number: 400. A number out of range: clamped, and the page says so.
+        try:
+            rate, rate_notice = form_rate(raw_rate)
+            speed, speed_notice = form_speed(raw_speed)
+            position, position_notice = form_position(raw_position, session.total) if action == "seek" else (None, None)
+        except BadValue as exc:
+            return error_page("Invalid control value", str(exc), 400)
+        if action == "rate" and rate is None:
+            return error_page("Invalid control value", f"Rate needs a value: events per second, from {MIN_RATE:g} to {MAX_RATE:,g}.", 400)
+        if action == "speed" and speed is None:
+            return error_page("Invalid control value", f"Speed needs a value: {MIN_SPEED:g} to {MAX_SPEED:g}, or max.", 400)
+        session.set_notice(" ".join(n for n in (rate_notice, speed_notice, position_notice) if n) or None)
         if rate is not None:
             store.set_rate(session, rate)
         if speed is not None:
@@ -157,6 +149,7 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
             store.seek(session, position)
         elif action in simple:
             simple[str(action)](session)
+        store.flush(session)  # the notice, even when nothing else changed
         if request.headers.get("hx-request") == "true":
             return Response(status_code=204)
         return RedirectResponse(f"/sessions/{sid}", status_code=303)

@@ -56,6 +56,8 @@ SECRET_HEADERS = frozenset(
 )
 _SECRET_NAME = re.compile(r"key|token|secret|auth|cookie|session|password|credential", re.IGNORECASE)
 _SECRET_QUERY = re.compile(r"^(key|api[-_]?key|access[-_]?token|token|sig|signature)$", re.IGNORECASE)
+#: Seconds between batches of teed chunks fed to a live session (renders are at most 20/s anyway).
+TEE_INTERVAL = 0.01
 #: Seconds: connecting, and waiting for the next chunk of a stream (models pause to think).
 TIMEOUT = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
 
@@ -72,6 +74,8 @@ def secret_values(headers: list[tuple[str, str]], query: list[tuple[str, str]] |
             found.append(value)
             if " " in value:
                 found.append(value.split(" ", 1)[1])
+            if name.lower() in ("cookie", "set-cookie"):
+                found += [part.split("=", 1)[-1].strip() for part in value.split(";")]
     found += [v for k, v in query or [] if _SECRET_QUERY.match(k)]
     return [v for v in dict.fromkeys(found) if v]
 
@@ -116,8 +120,9 @@ class Upstreams:
 
     def __init__(self, settings: Settings, mock: MockProvider) -> None:
         self.configured = dict(settings.upstreams)
-        self.http = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False)
-        self.mock = httpx.AsyncClient(transport=MockTransport(mock), timeout=TIMEOUT)
+        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=64)  # one connection per live stream
+        self.http = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False, limits=limits)
+        self.mock = httpx.AsyncClient(transport=MockTransport(mock), timeout=TIMEOUT, limits=limits)
 
     def names(self) -> list[str]:
         return list(dict.fromkeys([*self.configured, *BUILTIN_UPSTREAMS]))
@@ -167,7 +172,7 @@ async def conclude(store: LiveSessionStore, session: LiveSession, outcome: str, 
     else:
         session.cancel("user stop")
     log.info("session %s: upstream %s (%s)", session.id, outcome, session.end_kind)
-    store.finished(session, secrets)
+    await store.finished(session, secrets)
 
 
 class ProxyStream(Response):
@@ -183,14 +188,29 @@ class ProxyStream(Response):
         self.raw_headers = [
             (k.encode("latin-1"), v.encode("latin-1")) for k, v in upstream.headers.multi_items() if k.lower() not in _HOP_RESPONSE
         ]
+        self._teed: list[bytes] = []  # forwarded, not yet assembled
+        self._tee_due: asyncio.TimerHandle | None = None
 
     async def _pump(self, send: Send) -> None:
+        loop = asyncio.get_running_loop()
         async for chunk in self.upstream.aiter_raw():
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
             if self.session is not None:
-                self.session.feed_bytes(chunk)
-                self.store.flush(self.session)
+                # The client's bytes go first; the copy is assembled a moment later, in one
+                # batch per TEE_INTERVAL, so teeing never sits between two forwarded chunks.
+                self._teed.append(chunk)
+                if self._tee_due is None:
+                    self._tee_due = loop.call_later(TEE_INTERVAL, self._tee)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def _tee(self) -> None:
+        """Feed the chunks forwarded since the last batch to the live session."""
+        self._tee_due = None
+        if self.session is not None and self._teed:
+            data = b"".join(self._teed) if len(self._teed) > 1 else self._teed[0]
+            self._teed.clear()
+            self.session.feed_bytes(data)
+            self.store.flush(self.session)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
@@ -216,6 +236,9 @@ class ProxyStream(Response):
             raise
         finally:
             watch.cancel()
+            if self._tee_due is not None:
+                self._tee_due.cancel()
+            self._tee()  # whatever was forwarded is assembled before the end is applied
             if self.session is not None:
                 self.session.abort = None
             await self.upstream.aclose()
@@ -264,7 +287,7 @@ async def open_upstream(
         log.warning("%s", message)
         if session is not None:
             session.failed(message)
-            store.finished(session, [])
+            await store.finished(session, [])
         return error_json(502, "upstream_unreachable", message)
     if session is not None:
         session.live_source.http_status = upstream.status_code

@@ -62,6 +62,11 @@ def pretty_arguments(arguments: dict[str, Any]) -> str:
     return text
 
 
+def plural(n: int, singular: str, many: str | None = None) -> str:
+    """``1 registered tool``, ``2 registered tools``, ``1,024 bytes`` (``many``: an irregular plural)."""
+    return f"{n:,} {singular if n == 1 else (many or singular + 's')}"
+
+
 def fmt_t(t: float) -> str:
     """Seconds since stream start as ``+1.250 s``."""
     return f"+{t:.3f} s"
@@ -100,6 +105,7 @@ class Renderer:
         self.env.filters.update(
             human_bytes=human_bytes,
             fmt_t=fmt_t,
+            plural=plural,
             pretty=pretty_arguments,
             compact_json=lambda value: json.dumps(value, ensure_ascii=False),  # escaped by autoescape
         )
@@ -143,7 +149,7 @@ class Renderer:
             parts.append(self._part("_quirks.html", session))
         if changes.controls:
             parts.append(self._part("_controls.html", session))
-        if changes.layout or changes.reset:
+        if changes.layout or changes.reset or (changes.status and not session.cards):  # "No tool calls yet / in this stream"
             parts.append(self._part("_calls.html", session))
         else:
             for cid in sorted(changes.cards):

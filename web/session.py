@@ -155,6 +155,7 @@ class Session:
         self.status = Status.READY
         self.generation = 0  # bumped by reset: a runner or seek of an older generation stops
         self.seek_target: int | None = None  # set while a long seek rebuilds the state
+        self.notice: str | None = None  # e.g. a control value that was out of range and clamped
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -188,6 +189,19 @@ class Session:
     def total(self) -> int:
         """Provider events in the input."""
         return self.source.count
+
+    @property
+    def triage_state(self) -> str:
+        """``"<generation>:done"`` once the replay is over, else ``"<generation>:open"``: the
+        state the triage panel must show (``#status[data-triage]``; ``static/app.js`` fetches
+        the panel when its ``data-state`` differs, e.g. after a restart, back or seek)."""
+        return f"{self.generation}:{'done' if self.status.done else 'open'}"
+
+    def set_notice(self, notice: str | None) -> None:
+        """Show (or clear, with None) a one-line notice under the status bar."""
+        if notice != self.notice:
+            self.notice = notice
+            self.pending.status = True
 
     @property
     def full_speed(self) -> bool:
@@ -252,6 +266,8 @@ class Session:
             if self.position < self.total and not self._stop_due():
                 event = next(self._events, None)
                 self.pending.status = True
+                if self.position == 0:
+                    self.pending.controls = True  # the first event: ◀ Back becomes possible
                 if event is None:  # fewer events than counted: treat as the end of input
                     self.position = self.total
                 else:

@@ -213,6 +213,7 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
     """The triage panel's data and the ``triage`` member of the session's JSON twin."""
     results = session.pipeline.results()
     done = session.status.done
+    panel_state = session.triage_state  # taken before the await: the state this view shows
     reveal = revealed(session)
     cache = _caches.setdefault(session, _Cache())
     state = (session.generation, session.position, f"{session.status.value}:{reveal}")
@@ -226,6 +227,7 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
     return {
         **cache.view,
         "ready": done,
+        "state": panel_state,
         "status": session.status.value,
         "truncated": truncation(session, results, stored_meta),
         "reveal": {"allowed": reveal_allowed(session), "on": reveal},

@@ -43,6 +43,9 @@ from .store import Store
 
 log = logging.getLogger("toollatch.web")
 
+#: Sessions, and stored sources, offered in each of the compare page's dropdowns.
+MAX_COMPARE_CHOICES = 50
+
 
 def _stem(name: str) -> str:
     """A safe file name stem for downloads."""
@@ -176,18 +179,28 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         pairs = cmp.compare(ra, rb)
         return {"a": da, "b": db, "summary": cmp.summary(pairs), "streams": pairs}
 
+    def known(ref: str) -> bool:
+        return bool(ref) and (sessions.get(ref) is not None or store.get(ref, with_body=False) is not None)
+
     @router.get("/compare", response_class=HTMLResponse)
     async def compare_page(request: Request) -> HTMLResponse:
-        a, b = request.query_params.get("a", "").strip(), request.query_params.get("b", "").strip()
-        context: dict[str, Any] = {"a": a, "b": b, "sessions": sessions.all()[:50], "doc": None, "error": None}
+        a, b = request.query_params.get("a", "").strip()[:100], request.query_params.get("b", "").strip()[:100]
+        unknown = [f"{side.upper()}: there is no session or stored source {ref!r}." for side, ref in (("a", a), ("b", b)) if ref and not known(ref)]
+        # The dropdowns list only real sessions and stored sources: an unknown id is never offered as one.
+        stored = list(reversed(store.list()))[:MAX_COMPARE_CHOICES]
+        listed = {o.id for o in stored}
+        stored += [src for ref in (a, b) if ref and ref not in listed and sessions.get(ref) is None and (src := store.get(ref, with_body=False))]
+        context: dict[str, Any] = {"a": a, "b": b, "sessions": sessions.all()[:MAX_COMPARE_CHOICES], "stored": stored, "doc": None, "error": None}
         status = 200
-        if a and b:
+        if unknown:
+            context["error"], status = " ".join(unknown) + " Choose from the lists below.", 404
+        elif a and b:
             try:
                 context["doc"] = await comparison(a, b)
             except SourceError as exc:
                 context["error"], status = str(exc), exc.status
         elif a or b:
-            context["error"], status = "Choose two sessions to compare.", 400
+            context["error"], status = "Choose two sessions (or stored sources) to compare.", 400
         return HTMLResponse(renderer.page("compare.html", **context), status_code=status)
 
     @router.get("/api/compare")
