@@ -45,7 +45,7 @@ from botocore.eventstream import ChecksumMismatch, EventStreamBuffer, EventStrea
 from .sse import SSEDecoder
 
 DONE = "[DONE]"
-_READ_SIZE = 64 * 1024
+_READ_SIZE = 16 * 1024  # small reads keep the per-read event list (transient memory) small
 _PRELUDE = 12  # total length, headers length, prelude CRC: three big-endian uint32
 _MIN_FRAME = _PRELUDE + 4  # prelude + message CRC, no headers, no payload
 _BLANK = b"\xef\xbb\xbf \t\r\n"
@@ -328,7 +328,7 @@ def read_capture(data: bytes, name: str = "<input>") -> list[ProviderEvent]:
 
 
 def iter_file(path: Path) -> Iterator[ProviderEvent]:
-    """Provider events of a capture file, read in 64 KiB pieces.
+    """Provider events of a capture file, read in 16 KiB pieces.
 
     Raises :class:`CaptureError` when the file cannot be opened.
     """

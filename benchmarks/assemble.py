@@ -39,6 +39,7 @@ from assembler import Pipeline, iter_capture  # noqa: E402
 from assembler.sse import SSEDecoder  # noqa: E402
 
 Impl = Callable[[bytes], Any]
+READ = 16 * 1024  # bytes per read, as assembler.capture.iter_file reads files
 SHARED = ROOT.parent / "shared"
 
 
@@ -149,8 +150,8 @@ def floor_anthropic(data: bytes) -> dict[Any, str]:
 
 
 def toollatch(data: bytes) -> Any:
-    pipeline = Pipeline(emit_events=False)  # as `toollatch assemble` runs it
-    for event in iter_capture([data]):
+    pipeline = Pipeline(emit_events=False)  # as `toollatch assemble` runs it: 16 KiB reads
+    for event in iter_capture(data[i : i + READ] for i in range(0, len(data), READ)):
         pipeline.feed(event)
     pipeline.close()
     return pipeline.results()
