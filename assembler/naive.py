@@ -75,7 +75,7 @@ class _Buf:
 def _safe_parse(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

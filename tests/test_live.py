@@ -183,3 +183,18 @@ def test_recordings_are_in_the_store_without_headers(base: str, tmp_path: Path) 
     assert httpx.get(f"{base}/sessions/nope/recording").status_code == 404
     assert httpx.post(f"{base}/recordings/nope/replay").status_code == 404
     assert Store(tmp_path).list(kind="recording") == []  # another data dir: nothing leaks across
+
+
+def test_a_stalled_upstream_fails_open_calls_with_idle_timeout(tmp_path: Path) -> None:
+    from assembler.config import AssembleConfig
+
+    settings = Settings(mock_delay=0.0, data_dir=tmp_path, config=AssembleConfig(assemble_idle_timeout_s=0.3))
+    with serve(create_app(settings)) as url, httpx.Client() as client:
+        # the mock waits 2 s between writes: once the call has started, its buffer goes silent
+        body = {**CHAT, "model": "single", "tools": DEMOS["openai-single"].tools}
+        with client.stream("POST", f"{url}/proxy/openai/v1/chat/completions?delay=2", json=body) as response:
+            chunks = response.iter_raw()
+            next(chunks), next(chunks)
+            sid = newest_live(url)
+            calls = wait_for(lambda: [c for c in session_doc(url, sid)["calls"] if c["state"] == "failed"], what="the idle timeout")
+    assert calls[0]["reason"].startswith("idle_timeout")

@@ -20,6 +20,7 @@ reach this module.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -219,6 +220,8 @@ class LiveSession(Session):
         super().__init__(sid, source, config, 1.0, 1.0, metrics)  # type: ignore[arg-type]
         self.live_source = source
         self.abort: Callable[[], None] | None = None
+        self.notify: Callable[[], None] | None = None  # set by the store: render what changed
+        self._idle_watch: asyncio.Task[None] | None = None
         self.end_kind: str | None = None  # complete, truncated, dropped, cancelled, error
         self._capture = IncrementalCapture(source.name)
         self.status = Status.PLAYING
@@ -251,6 +254,40 @@ class LiveSession(Session):
             return  # an error or JSON body is read once complete; after the end, bytes are only kept
         for event in self._capture.decode(chunk):
             self._event(event)
+        self._watch_idle()
+
+    # ------------------------------------------------------------------ idle timeout
+
+    def _watch_idle(self) -> None:
+        """Start the idle watcher once a loop is running (feeding may happen from a thread)."""
+        if self._idle_watch is not None or self.status.done:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._idle_watch = loop.create_task(self._check_idle_until_done(), name=f"idle-{self.id}")
+
+    async def _check_idle_until_done(self) -> None:
+        """Apply ``assemble_idle_timeout_s`` while the stream is open: a call that receives
+        nothing for that long FAILS ``idle_timeout`` even if the upstream never ends."""
+        interval = min(1.0, max(0.05, self.config.assemble_idle_timeout_s / 4))
+        while not self.status.done:
+            await asyncio.sleep(interval)  # wall time, like the pipeline's clock
+            if self.status.done:
+                return
+            self._guard(self.pipeline.check_idle)
+            if self.pending.transitions and self.notify is not None:
+                self.notify()
+
+    def stop_watching(self) -> None:
+        if self._idle_watch is not None:
+            self._idle_watch.cancel()
+
+    def set_status(self, status: Status) -> None:
+        super().set_status(status)
+        if status.done:
+            self.stop_watching()
 
     @property
     def upstream_error(self) -> bool:

@@ -84,8 +84,14 @@ class LiveSessionStore(SessionStore):
             clock=self._clock,
             sleep=self._sleep,
         )
+        session.notify = lambda: self.flush(session)
         log.info("session %s: live from %s %s", sid, source.upstream, source.endpoint)
         return session
+
+    async def shutdown(self) -> None:
+        for session in self.live_sessions():
+            session.stop_watching()
+        await super().shutdown()
 
     def _evict(self) -> None:
         """Drop the oldest idle sessions beyond ``max_sessions``; a live stream is never idle."""

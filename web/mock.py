@@ -81,12 +81,14 @@ async def _paced(pieces: list[bytes], delay: float, drop: int | None, open_strea
     being written (so a test can see an aborted request really closed its stream)."""
     if open_streams is not None:
         open_streams[0] += 1
+    loop = asyncio.get_running_loop()
+    start = loop.time()
     try:
         for n, piece in enumerate(pieces):
             if drop is not None and n >= drop:
                 raise MockDrop(f"mock dropped the connection after {drop} writes")
-            if n and delay > 0:
-                await asyncio.sleep(delay)
+            if n and delay > 0:  # on a schedule (write n at start + n × delay), so the pace never drifts
+                await asyncio.sleep(max(0.0, start + n * delay - loop.time()))
             yield piece
     finally:
         if open_streams is not None:

@@ -57,7 +57,7 @@ SECRET_HEADERS = frozenset(
 _SECRET_NAME = re.compile(r"key|token|secret|auth|cookie|session|password|credential", re.IGNORECASE)
 _SECRET_QUERY = re.compile(r"^(key|api[-_]?key|access[-_]?token|token|sig|signature)$", re.IGNORECASE)
 #: Seconds between batches of teed chunks fed to a live session (renders are at most 20/s anyway).
-TEE_INTERVAL = 0.01
+TEE_INTERVAL = 0.05
 #: Seconds: connecting, and waiting for the next chunk of a stream (models pause to think).
 TIMEOUT = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
 

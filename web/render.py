@@ -55,7 +55,10 @@ def bar_percent(n: int, limit: int) -> float:
 
 def pretty_arguments(arguments: dict[str, Any]) -> str:
     """Committed arguments as indented JSON (escaped later by the template)."""
-    text = json.dumps(arguments, indent=2, ensure_ascii=False)
+    try:
+        text = json.dumps(arguments, indent=2, ensure_ascii=False)
+    except RecursionError:
+        return "(nested too deep to show here: see the JSON view)"
     if len(text) > MAX_ARGUMENTS_SHOWN:
         cut = len(text) - MAX_ARGUMENTS_SHOWN
         text = text[:MAX_ARGUMENTS_SHOWN] + f"\n… {cut:,} more characters (see the JSON view)"
