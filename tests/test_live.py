@@ -19,7 +19,15 @@ from web.live import IncrementalCapture, describe_error, endpoint_dialect
 from web.mock import MockProvider, create_mock_app
 
 from .conftest import CAPTURES
-from .test_live_server import live_count, finished, newest_live, serve, session_doc, sessions, wait_for
+from .test_live_server import (
+    finished,
+    live_count,
+    newest_live,
+    serve,
+    session_doc,
+    sessions,
+    wait_for,
+)
 from .test_proxy_faults import CHAT, streaming_client
 
 SAMPLES = [DEMOS["openai-parallel"].wire, DEMOS["anthropic-truncated"].wire, b"\xef\xbb\xbf" + DEMOS["canary"].wire.replace(b"\n", b"\r\n")]

@@ -24,7 +24,14 @@ from assembler.mockwire import scenario_events
 from web import Settings, create_app
 from web.connect import convert_tools
 
-from .test_live_server import live_count, finished, newest_live, serve, sessions, tee_transport
+from .test_live_server import (
+    finished,
+    live_count,
+    newest_live,
+    serve,
+    sessions,
+    tee_transport,
+)
 
 KEY = "sk-test-not-a-real-key-0000"
 ALL_COMMIT = ("single", "parallel", "noargs", "canary", "cancel")

@@ -18,7 +18,15 @@ from assembler.demos import DEMOS
 from web import Settings, create_app
 from web.mock import MockProvider, create_mock_app
 
-from .test_live_server import live_count, finished, free_port, newest_live, serve, session_doc, sessions, wait_for
+from .test_live_server import (
+    finished,
+    free_port,
+    live_count,
+    newest_live,
+    serve,
+    session_doc,
+    wait_for,
+)
 
 HOSTS = ["127.0.0.1", "localhost"]
 CHAT = {"model": "cancel", "stream": True, "messages": [{"role": "user", "content": "go"}], "tools": DEMOS["openai-cancel"].tools}

@@ -28,7 +28,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from assembler.capture import ProviderEvent, _parse_payload  # the very payload rules iter_capture uses
+from assembler.capture import (  # the very payload rules iter_capture uses
+    ProviderEvent,
+    _parse_payload,
+)
 from assembler.config import AssembleConfig
 from assembler.metrics import Metrics
 from assembler.mockwire import MOCK_DIALECTS, MockDialect, synthesize_stream

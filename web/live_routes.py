@@ -54,13 +54,15 @@ def install(app: FastAPI, settings: Settings, store: LiveSessionStore, renderer:
     }
     app.state.mock = provider
     app.include_router(mock_module.build_router(provider, prefix="/mock"))
-    app.include_router(proxy.build_router(settings, store, upstreams))
+    teer = proxy.TeeWorker()
+    app.include_router(proxy.build_router(settings, store, upstreams, teer))
     app.include_router(_router(settings, store, renderer, sources, upstreams, provider, tasks))
 
     async def close() -> None:
         for task in list(tasks):
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await teer.aclose()
         await upstreams.aclose()
 
     return close

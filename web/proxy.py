@@ -30,6 +30,7 @@ import asyncio
 import json
 import logging
 import re
+
 import httpx
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
@@ -56,8 +57,8 @@ SECRET_HEADERS = frozenset(
 )
 _SECRET_NAME = re.compile(r"key|token|secret|auth|cookie|session|password|credential", re.IGNORECASE)
 _SECRET_QUERY = re.compile(r"^(key|api[-_]?key|access[-_]?token|token|sig|signature)$", re.IGNORECASE)
-#: Seconds between batches of teed chunks fed to a live session (renders are at most 20/s anyway).
-TEE_INTERVAL = 0.05
+#: Seconds the tee worker gathers forwarded chunks before assembling them (renders are at most 20/s anyway).
+TEE_INTERVAL = 0.02
 #: Seconds: connecting, and waiting for the next chunk of a stream (models pause to think).
 TIMEOUT = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
 
@@ -175,12 +176,60 @@ async def conclude(store: LiveSessionStore, session: LiveSession, outcome: str, 
     await store.finished(session, secrets)
 
 
+class TeeWorker:
+    """Assembles the teed copies of every proxied stream, off the forwarding path.
+
+    A pump only appends each forwarded chunk to its stream's list and queues the stream.
+    This one task wakes at most every :data:`TEE_INTERVAL`, then feeds each queued
+    stream's batch to its live session, yielding to the event loop after each stream, so
+    a chunk waiting to be forwarded waits behind one small batch at most, never all of them.
+    """
+
+    def __init__(self) -> None:
+        self._queue: dict[ProxyStream, None] = {}  # an ordered set
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def queue(self, stream: ProxyStream) -> None:
+        if stream in self._queue:
+            return
+        self._queue[stream] = None
+        if self._task is None or self._task.done():
+            self._wake = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="proxy-tee")
+        assert self._wake is not None
+        self._wake.set()
+
+    def discard(self, stream: ProxyStream) -> None:
+        self._queue.pop(stream, None)
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await asyncio.sleep(TEE_INTERVAL)  # gather a batch
+            while self._queue:
+                stream = next(iter(self._queue))
+                del self._queue[stream]
+                stream.tee()
+                await asyncio.sleep(0)  # forwarding goes first
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
 class ProxyStream(Response):
     """Relays an upstream ``httpx.Response`` to the client chunk by chunk, teeing each
     chunk into ``session``; watches the client for a disconnect meanwhile."""
 
-    def __init__(self, upstream: httpx.Response, session: LiveSession | None, store: LiveSessionStore, secrets: list[str]) -> None:
+    def __init__(
+        self, upstream: httpx.Response, session: LiveSession | None, store: LiveSessionStore, secrets: list[str], teer: TeeWorker
+    ) -> None:
         super().__init__(status_code=upstream.status_code)
+        self.teer = teer
         self.upstream = upstream
         self.session = session
         self.store = store
@@ -189,23 +238,18 @@ class ProxyStream(Response):
             (k.encode("latin-1"), v.encode("latin-1")) for k, v in upstream.headers.multi_items() if k.lower() not in _HOP_RESPONSE
         ]
         self._teed: list[bytes] = []  # forwarded, not yet assembled
-        self._tee_due: asyncio.TimerHandle | None = None
 
     async def _pump(self, send: Send) -> None:
-        loop = asyncio.get_running_loop()
         async for chunk in self.upstream.aiter_raw():
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
             if self.session is not None:
-                # The client's bytes go first; the copy is assembled a moment later, in one
-                # batch per TEE_INTERVAL, so teeing never sits between two forwarded chunks.
+                # The client's bytes go first; the copy is assembled by the tee worker.
                 self._teed.append(chunk)
-                if self._tee_due is None:
-                    self._tee_due = loop.call_later(TEE_INTERVAL, self._tee)
+                self.teer.queue(self)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    def _tee(self) -> None:
+    def tee(self) -> None:
         """Feed the chunks forwarded since the last batch to the live session."""
-        self._tee_due = None
         if self.session is not None and self._teed:
             data = b"".join(self._teed) if len(self._teed) > 1 else self._teed[0]
             self._teed.clear()
@@ -236,9 +280,8 @@ class ProxyStream(Response):
             raise
         finally:
             watch.cancel()
-            if self._tee_due is not None:
-                self._tee_due.cancel()
-            self._tee()  # whatever was forwarded is assembled before the end is applied
+            self.teer.discard(self)
+            self.tee()  # whatever was forwarded is assembled before the end is applied
             if self.session is not None:
                 self.session.abort = None
             await self.upstream.aclose()
@@ -308,7 +351,7 @@ def new_session(store: LiveSessionStore, name: str, path: str, body: bytes) -> L
     return store.create_live(source)
 
 
-def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstreams) -> APIRouter:
+def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstreams, teer: TeeWorker) -> APIRouter:
     """``/proxy/{upstream}/{path}`` for every method; POSTs become live sessions."""
     router = APIRouter()
 
@@ -326,7 +369,7 @@ def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstrea
         upstream = await open_upstream(upstreams, store, name, request.method, path, request.url.query, headers, body, session)
         if isinstance(upstream, JSONResponse):
             return upstream
-        return ProxyStream(upstream, session, store, secrets)
+        return ProxyStream(upstream, session, store, secrets, teer)
 
     return router
 
