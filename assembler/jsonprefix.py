@@ -59,6 +59,20 @@ _LITERALS = {"t": "true", "f": "false", "n": "null"}
 _N_SIGN, _N_ZERO, _N_INT, _N_DOT, _N_FRAC, _N_E, _N_ESIGN, _N_EXP = range(8)
 _N_COMPLETE = frozenset({_N_ZERO, _N_INT, _N_FRAC, _N_EXP})
 _IN_STRING = frozenset({_Mode.STRING, _Mode.ESCAPE, _Mode.UNICODE})
+#: What each mode expects next (AFTER_VALUE depends on the open container).
+_EXPECT = {
+    _Mode.VALUE: Expect.VALUE,
+    _Mode.VALUE_OR_CLOSE: Expect.VALUE_OR_CLOSE_ARRAY,
+    _Mode.KEY_OR_CLOSE: Expect.KEY_OR_CLOSE_OBJECT,
+    _Mode.KEY: Expect.KEY,
+    _Mode.COLON: Expect.COLON,
+    _Mode.STRING: Expect.STRING_CHAR,
+    _Mode.ESCAPE: Expect.ESCAPE,
+    _Mode.UNICODE: Expect.HEX_DIGIT,
+    _Mode.NUMBER: Expect.DIGIT,
+    _Mode.LITERAL: Expect.LITERAL,
+    _Mode.DONE: Expect.END,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,30 +145,9 @@ class JSONPrefixScanner:
         return "".join(out) if out is not None else fragment
 
     def _expect(self) -> Expect:
-        mode = self._mode
-        if mode is _Mode.VALUE:
-            return Expect.VALUE
-        if mode is _Mode.VALUE_OR_CLOSE:
-            return Expect.VALUE_OR_CLOSE_ARRAY
-        if mode is _Mode.KEY_OR_CLOSE:
-            return Expect.KEY_OR_CLOSE_OBJECT
-        if mode is _Mode.KEY:
-            return Expect.KEY
-        if mode is _Mode.COLON:
-            return Expect.COLON
-        if mode is _Mode.AFTER_VALUE:
+        if self._mode is _Mode.AFTER_VALUE:
             return Expect.COMMA_OR_CLOSE_OBJECT if self._stack[-1] == "{" else Expect.COMMA_OR_CLOSE_ARRAY
-        if mode is _Mode.STRING:
-            return Expect.STRING_CHAR
-        if mode is _Mode.ESCAPE:
-            return Expect.ESCAPE
-        if mode is _Mode.UNICODE:
-            return Expect.HEX_DIGIT
-        if mode is _Mode.NUMBER:
-            return Expect.DIGIT
-        if mode is _Mode.LITERAL:
-            return Expect.LITERAL
-        return Expect.END
+        return _EXPECT[self._mode]
 
     def _step(self, ch: str) -> bool:
         """Advance by one character; False if ``ch`` cannot continue a valid prefix."""
