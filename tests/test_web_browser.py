@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from .browser_support import served
 
 from assembler.demos import CANARY_SECRET, DEMOS, stress_demo
 
@@ -29,7 +30,6 @@ except ImportError:  # pragma: no cover - depends on the environment
         raise
     pytest.skip("Playwright for Python is not installed", allow_module_level=True)
 
-import uvicorn
 
 from web import Settings, create_app
 
@@ -102,17 +102,8 @@ def base_url(captures: Path) -> Iterator[str]:
         pytest.skip(message)
     port = _free_port()
     app = create_app(Settings(port=port, replay_rate=30, captures_dir=captures))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with served(app, port) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
+
+from .browser_support import served
 
 from web import Settings, create_app
 
@@ -36,17 +35,8 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(message)
     port = _free_port()
     app = create_app(Settings(port=port, replay_rate=30, data_dir=tmp_path_factory.mktemp("findings-data")))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with served(app, port) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,13 @@ app's data directory in a temporary folder. Screenshots land in
 from __future__ import annotations
 
 import os
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
+
+from .browser_support import served
 
 from web import Settings, create_app
 
@@ -39,17 +38,8 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     require_shared(CASES)
     port = _free_port()
     app = create_app(Settings(port=port, replay_rate=30, data_dir=tmp_path_factory.mktemp("triage-data")))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with served(app, port) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
