@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .config import AssembleConfig
+from .config import DEFAULT_CONFIG, AssembleConfig
 from .finalize import check_arguments
 from .jsonprefix import diagnose
 from .metrics import Metrics
@@ -74,7 +74,7 @@ class Assembler:
         emit_events: bool = True,
     ) -> None:
         self.dialect = dialect
-        self.config = config or AssembleConfig()
+        self.config = config or DEFAULT_CONFIG
         self.registry = registry
         self.stream_index = stream_index
         self.reveal = reveal
@@ -90,6 +90,7 @@ class Assembler:
         self._t0 = clock()
         self._seq = 0
         self._calls: dict[CallKey, CallRecord] = {}
+        self._in_flight = 0  # calls not yet in a terminal state
         # A provider key reused by a *different* call: later ops for it go to the new record.
         self._alias: dict[CallKey, CallKey] = {}
         self._end: StreamEndKind | None = None
@@ -229,8 +230,9 @@ class Assembler:
         call = CallRecord(key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
         if op.whole_arguments:
             call.bytes = len(op.whole_arguments.encode("utf-8", "surrogatepass"))
-        in_flight = sum(1 for c in self._calls.values() if not c.machine.state.terminal)
+        in_flight = self._in_flight
         self._calls[key] = call
+        self._in_flight += 1
         call.last_activity = self._now()
         call.transitions.append(Transition(CallState.OPEN, call.last_activity))
         self._emit(out, "call_opened", call)
@@ -303,12 +305,15 @@ class Assembler:
 
     def _finish_complete(self, detail: str | None, out: list[AssemblyEvent]) -> None:
         self._ended_at = self._clock()
-        seen: dict[str, int] = {}
-        for call in self._calls.values():
-            if call.call_id and call.executor == "client":
-                seen[call.call_id] = seen.get(call.call_id, 0) + 1
-        for call in self._ordered():
-            if call.call_id and seen.get(call.call_id, 0) > 1 and not call.machine.state.terminal:
+        calls = self._ordered()
+        shared: set[str] = set()  # a tool_call_id carried by more than one client call
+        if len(calls) > 1:
+            seen: set[str] = set()
+            for call in calls:
+                if call.call_id and call.executor == "client":
+                    (shared if call.call_id in seen else seen).add(call.call_id)
+        for call in calls:
+            if shared and call.call_id in shared and not call.machine.state.terminal:
                 # One tool_call_id for two calls: running either could run the tool twice.
                 self._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
             if call.machine.state is CallState.OPEN:
@@ -401,8 +406,11 @@ class Assembler:
 
     def _move(self, call: CallRecord, event: CallInput, out: list[AssemblyEvent]) -> None:
         state = call.machine.apply(event)
-        call.transitions.append(Transition(state, self._now()))
-        self._emit(out, "state", call)
+        if state.terminal:
+            self._in_flight -= 1
+        call.transitions.append(Transition(state, self._clock() - self._t0))
+        if self.emit_events:
+            self._emit(out, "state", call)
 
     def _set_end(self, end: StreamEndKind, detail: str | None, out: list[AssemblyEvent]) -> None:
         self._end, self._end_detail = end, detail

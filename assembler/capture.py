@@ -76,6 +76,10 @@ class ProviderEvent(NamedTuple):
     framing: tuple[str, ...] = ()
 
 
+#: ``json.loads`` without its per-call checks: the envelope parse runs once per event.
+_raw_decode = json.JSONDecoder().raw_decode
+
+
 def _where(name: str, line: int, offset: int) -> str:
     return f"{name}:{line} (byte {offset})"
 
@@ -87,7 +91,13 @@ def _parse_payload(
         variant = ("done_variant",) if text != DONE else ()
         return ProviderEvent(event, DONE, line, offset, framing=framing + variant)
     try:
-        return ProviderEvent(event, json.loads(text), line, offset, framing=framing)
+        try:  # the common payload: one JSON value, nothing around it
+            value, end = _raw_decode(text)
+        except json.JSONDecodeError:
+            end = -1
+        if end != len(text):  # whitespace around it, or an error to report: the full parse
+            value = json.loads(text)
+        return ProviderEvent(event, value, line, offset, framing=framing)
     except (json.JSONDecodeError, RecursionError) as exc:
         if isinstance(exc, json.JSONDecodeError):
             msg = f"{exc.msg.removesuffix(' at')} at character {exc.pos} of the event data"

@@ -111,6 +111,11 @@ class AssembleConfig:
         return cls.from_mapping(section, source=f"{path}: {SECTION}")
 
 
+#: The defaults, built once: an :class:`AssembleConfig` is immutable, so every pipeline
+#: and assembler without a configuration of its own shares this one.
+DEFAULT_CONFIG = AssembleConfig()
+
+
 def _check(key: str, value: Any, default: Any, source: str) -> Any:
     def bad(expected: str) -> ConfigError:
         return ConfigError(f"{source}.{key}: {value!r} is not {expected}")

@@ -97,7 +97,7 @@ def strict_loads(text: str) -> Any:
         return _raise(str(exc), None)
     except RecursionError:
         return _raise("nesting too deep", None)
-    if _has_lone_surrogate(value):
+    if not (text.isascii() and "\\u" not in text) and _has_lone_surrogate(value):  # ASCII without \u: none
         return _raise("string holds a lone surrogate", None)
     return value
 

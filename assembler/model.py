@@ -33,9 +33,16 @@ class CallState(enum.Enum):
     FAILED = "failed"
     CANCELLED = "cancelled"
 
+    #: Members are singletons compared by identity, so they hash by identity too: the
+    #: state table is looked up on every transition, and ``Enum.__hash__`` is Python code.
+    __hash__ = object.__hash__
+
     @property
     def terminal(self) -> bool:
-        return self in (CallState.COMMITTED, CallState.FAILED, CallState.CANCELLED)
+        return self in _TERMINAL
+
+
+_TERMINAL = frozenset((CallState.COMMITTED, CallState.FAILED, CallState.CANCELLED))
 
 
 class Reason(str, enum.Enum):

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from .assembler import Assembler, Clock
 from .calls import RunBudget
 from .capture import CaptureError, ProviderEvent
-from .config import AssembleConfig
+from .config import DEFAULT_CONFIG, AssembleConfig
 from .dialects import ADAPTERS, DialectAdapter, detect, make_adapter
 from .metrics import Metrics
 from .model import ArgsFragment, CallKey, Cancel, CommittedCall, Op, Quirk, StreamError, StreamResult, StreamStart, StreamTruncated
@@ -49,7 +49,7 @@ class Pipeline:
         progress_events: bool = True,
         emit_events: bool = True,
     ) -> None:
-        self.config = config or AssembleConfig()
+        self.config = config or DEFAULT_CONFIG
         self.registry = registry
         self.metrics = metrics
         self.progress_events = progress_events
@@ -159,6 +159,8 @@ class Pipeline:
             raise CaptureError(f"{self.name}: {dialect} stream recognised, but that dialect is not supported")
         self._adapter = make_adapter(dialect)
         self._dialect = dialect
+        if not self._streams:
+            self._new_stream()  # so that the next event takes the hot path
 
     def _feed_known(self, event: ProviderEvent) -> list[AssemblyEvent]:
         assert self._adapter is not None

@@ -25,6 +25,8 @@ class CallInput(enum.Enum):
     FAIL = "fail"
     CANCEL = "cancel"
 
+    __hash__ = object.__hash__  # identity, as CallState: the table is read per transition
+
 
 class IllegalTransition(RuntimeError):
     """Raised for a (state, input) pair that is not in :data:`TRANSITIONS`."""

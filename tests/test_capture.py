@@ -136,3 +136,19 @@ def test_provider_event_is_frozen() -> None:
     event = ProviderEvent(None, {}, 1, 0)
     with pytest.raises(AttributeError):
         event.line = 2  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("payload", ['{"a": 1}', '  {"a": 1}', '{"a": 1}  ', '\t{"a": 1}\t'])
+def test_event_data_with_whitespace_around_the_json_parses(payload: str) -> None:
+    (event,) = read_capture(f"data: {payload}\n\n".encode())
+    assert event.error is None and event.data == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("payload", "where"),
+    [('{"a": 1} x', "at character 9"), ('  {"a": ', "at character 8"), ("{'a': 1}", "at character 1")],
+)
+def test_event_data_that_is_not_json_names_the_character(payload: str, where: str) -> None:
+    (event,) = read_capture(f"data: {payload}\n\n".encode(), "cap.sse")
+    assert event.data is None and event.error is not None
+    assert event.error.startswith("cap.sse:1 (byte 0): event data is not JSON") and where in event.error

@@ -265,3 +265,24 @@ def test_unknown_tool_is_checked_before_the_text() -> None:
     # identity comes first in the latch; an unknown tool never gets its text parsed
     verdict = check_arguments("not json", "nope", registry=TOOLS)
     assert verdict.reason is not None and verdict.reason.startswith("unknown_tool")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": "\\ud800"}',  # ASCII text: the lone surrogate is an escape
+        '{"a": "\\uDFFF x"}',  # upper-case hex
+        '{"\\udc00": 1}',  # in a key
+        '{"a": ["ok", {"b": "\\ud83d"}]}',  # nested, high surrogate without its low half
+        '{"a": "é \\ud800"}',  # non-ASCII text with an escaped lone surrogate
+        '{"a": "é \ud800"}',  # a lone surrogate as a character (surrogatepass-decoded input)
+    ],
+)
+def test_lone_surrogates_are_rejected_however_written(text: str) -> None:
+    with pytest.raises(StrictJSONError, match="lone surrogate"):
+        strict_loads(text)
+
+
+@pytest.mark.parametrize("text", ['{"a": "\\ud83d\\ude00"}', '{"a": "😀"}', '{"a": "\\u00e9"}', '{"a": "plain"}'])
+def test_surrogate_pairs_and_other_escapes_are_fine(text: str) -> None:
+    assert strict_loads(text) == json.loads(text)

@@ -59,7 +59,8 @@ class OpenAIChatAdapter:
                 # the common chunk: one choice, no error, no usage, no filter results
                 choice = choices[0]
                 if choice.__class__ is dict:
-                    self._choice(choice, ops)
+                    if not self._fragment_only(choice, ops):
+                        self._choice(choice, ops)
                 return ops
         if data == DONE:
             if not self._ended:
@@ -82,6 +83,22 @@ class OpenAIChatAdapter:
             if isinstance(choice, dict):
                 self._choice(choice, ops)
         return ops
+
+    def _fragment_only(self, choice: dict[str, Any], ops: list[Op]) -> bool:
+        """The most common chunk of all, in one step: one more argument fragment for a
+        bound index of an open choice, nothing else in the choice. False: not that chunk,
+        nothing done."""
+        delta = choice.get("delta")
+        if delta.__class__ is not dict or len(delta) != 1 or choice.get("finish_reason"):
+            return False
+        entries = delta.get("tool_calls")
+        ci = choice.get("index", 0)
+        if entries.__class__ is not list or len(entries) != 1 or type(ci) is not int:
+            return False
+        state = self._choices.get(ci)
+        if state is None or state.finished or "content_filter_results" in choice or "content_filter_offsets" in choice:
+            return False
+        return self._continuation(state, entries[0], ops)
 
     def _choice(self, choice: dict[str, Any], ops: list[Op]) -> bool:
         """Apply one ``choices[]`` element; True if it carried a ``finish_reason``."""
