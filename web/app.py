@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from . import api, library, observe, pages, triage_routes, ws
+from . import api, follow, library, observe, pages, triage_routes, ws
 from .render import Renderer
 from .fanout import Clock, Sleep
 from .replay import SessionStore
@@ -97,6 +97,7 @@ def create_app(settings: Settings | None = None, *, sleep: Sleep = asyncio.sleep
 
     close_live = install_live(app, settings, store, renderer, sources)  # proxy, mock, direct connect, recordings
     app.include_router(pages.build_router(settings, store, renderer))
+    app.include_router(follow.build_router(store, renderer))  # the session list refreshed, "watch the next live stream"
     app.include_router(api.build_router(settings, store))
     app.include_router(ws.build_router(store))
     app.include_router(observe.build_router(settings, store.metrics, renderer))
