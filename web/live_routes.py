@@ -96,8 +96,8 @@ def _router(
         except ConnectError as exc:
             return error_page("Cannot connect", str(exc), 400)
         body = json.dumps(plan.body).encode()
-        session = proxy.new_session(store, name, plan.path, body)
         secrets = proxy.secret_values(headers)
+        session = proxy.new_session(store, name, plan.path, body, secrets)
         upstream = await proxy.open_upstream(upstreams, store, name, "POST", plan.path, "", headers, body, session)
         if isinstance(upstream, httpx.Response):
             task = asyncio.get_running_loop().create_task(proxy.consume(upstream, session, store, secrets), name=f"connect-{session.id}")

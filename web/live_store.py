@@ -28,6 +28,7 @@ from typing import Any
 from assembler.mockwire import MOCK_DIALECTS, synthesize_stream
 from assembler.registry import ToolRegistry
 
+from .credentials import scrub_bytes
 from .fanout import Broadcaster
 from .live import LiveSession, LiveSource
 from .render import Renderer
@@ -168,16 +169,6 @@ class LiveSessionStore(SessionStore):
 # ------------------------------------------------------------------ recordings
 
 
-def scrub(body: bytes, secrets: list[str]) -> tuple[bytes, bool]:
-    """``body`` with any forwarded secret value replaced (an upstream that echoes a key)."""
-    hit = False
-    for value in secrets:
-        raw = value.encode("utf-8", "ignore")
-        if len(raw) >= 8 and raw in body:
-            body, hit = body.replace(raw, b"[redacted]"), True
-    return body, hit
-
-
 @dataclass(frozen=True)
 class PreparedRecording:
     """Everything a recording stores, computed on the event loop; written by :meth:`write`."""
@@ -200,12 +191,14 @@ class PreparedRecording:
 def prepare_recording(session: LiveSession, forwarded_secrets: list[str]) -> PreparedRecording:
     """The recording of a finished ``session``: its bytes (scrubbed of any forwarded credential),
     request tools, metadata and search summary. Never a header."""
-    body, redacted = scrub(session.live_source.data, forwarded_secrets)
+    secrets = sorted({*session.live_source.secrets, *forwarded_secrets}, key=len, reverse=True)
+    raw = b"".join(session.live_source.chunks)
+    body, redacted = scrub_bytes(raw, secrets)
     meta = session.recording_meta()
     if redacted:
         meta["redacted"] = "a forwarded credential appeared in the body and was replaced"
     text = json.dumps(meta, ensure_ascii=False)
-    clean, _ = scrub(text.encode(), forwarded_secrets)  # the request body too, if a key was pasted into it
+    clean, _ = scrub_bytes(text.encode(), secrets)  # the request body too, if a key was pasted into it
     src = session.live_source
     name = f"{src.upstream} {src.endpoint}" + (f" {src.model}" if src.model else "")
     return PreparedRecording(session.id, name, body, src.tools, json.loads(clean), recording_summary(session))
