@@ -154,12 +154,6 @@ def _live(client: TestClient) -> Any:
     return session
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: /sessions/{id}/export.sse is served for a live session while its call is still OPEN and keeps object "
-    "keys and numbers of the argument text (export.py: 'object keys, numbers and literals are kept'), so argument "
-    "text crosses to the web layer before commit",
-)
 def test_reproducer_of_a_live_session_shows_nothing_of_an_open_call(tmp_path: Path) -> None:
     key, number = "AKIACANARYKEYNAME77", "918273645546372819"
     args = '{"' + key + '": ' + number + ', "s": "x'
