@@ -1,16 +1,22 @@
-"""Exports and reports of live sessions: nothing of a call's text before its verdict, and
-nothing served from a cache made while the stream was shorter."""
+"""Exports, reports and downloads of live sessions: nothing of a call's text before its
+verdict, a recording's download follows the rule of *Reveal text*, and nothing is served
+from a cache made while the stream was shorter."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+import pytest
+from starlette.types import Receive, Scope, Send
 
-from web import Settings
+from web import Settings, create_app
 from web.live import LiveSource
 
+from .test_live_server import finished, newest_live, serve, session_doc, wait_for
 from .test_web_app import TestClient, make_client
 
 KEY, NUMBER, TEXT = "AKIACANARYKEYNAME77", "918273645546372819", "CANARYtext4455667788"
@@ -100,3 +106,63 @@ def test_compare_of_a_live_session_is_not_frozen_at_its_first_request(tmp_path: 
         after = client.get(f"/api/compare?a={session.id}&b={other.id}").json()
     assert before["streams"][0]["end"] == {"a": "truncated", "b": "complete", "differs": True}
     assert after["summary"]["identical"] is True
+
+
+# ------------------------------------------------------------------ recording downloads
+
+
+def _upstream(kind: str):  # type: ignore[no-untyped-def]
+    """An upstream answering with a call that does not commit (``invalid``) or that commits
+    (``ok``), streamed or as one JSON body (``json``)."""
+    args = '{"s": "' + TEXT + '",}' if kind.startswith("invalid") else '{"s": "' + TEXT + '"}'
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": args}}
+        if kind.endswith("json"):
+            body = json.dumps({"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [call]}, "finish_reason": "tool_calls"}]}, indent=2).encode()
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        body = event(chat({"tool_calls": [{"index": 0, **call}]})) + event(chat({}, "tool_calls")) + b"data: [DONE]\n\n"
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": body})
+
+    return app
+
+
+@pytest.mark.parametrize("kind", ["ok", "ok-json", "invalid", "invalid-json"])
+def test_a_recording_is_downloaded_as_received_only_when_every_call_committed(tmp_path: Path, kind: str) -> None:
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    with serve(_upstream(kind)) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream}))) as base:
+        received = httpx.post(f"{base}/proxy/up/v1/chat/completions", json={"model": "x", "stream": not kind.endswith("json"), "tools": tools}).content
+        doc = finished(base, newest_live(base))
+        download = httpx.get(f"{base}/sessions/{doc['id']}/recording")
+        page = httpx.get(f"{base}/sessions/{doc['id']}").text
+        rid = httpx.post(f"{base}/recordings/{doc['live']['recording']}/replay", headers={"accept": "application/json"}).json()["id"]
+        replayed = wait_for(lambda: (d := session_doc(base, rid))["status"] == "finished" and d, what="the replay")
+    states = [c["state"] for c in doc["streams"][0]["calls"]]
+    assert replayed["streams"][0]["calls"][0]["state"] == states[0]  # the replay reads the bytes as received
+    if kind.startswith("ok"):
+        assert states == ["committed"] and download.content == received and doc["live"]["recording_download"] == "as_received"
+        assert "Download recording (redacted)" not in page
+    else:
+        assert states == ["failed"] and TEXT.encode() in received
+        assert doc["live"]["recording_download"] == "redacted" and "Download recording (redacted)" in page
+        assert download.status_code == 200 and download.headers["content-type"].startswith("text/event-stream")
+        assert TEXT not in download.text and '"name":"f"' in download.text  # masked, same structure
+
+
+def test_an_http_error_body_is_downloaded_as_received(tmp_path: Path) -> None:
+    with make_client(Settings(data_dir=tmp_path, mock_delay=0.0)) as client:
+        response = client.post("/proxy/openai/v1/chat/completions?status=429", json={"model": "single", "stream": True, "messages": []})
+        assert response.status_code == 429
+        sid = client.get("/api/live").json()["sessions"][0]["id"]
+        for _ in range(100):
+            doc = client.get(f"/api/sessions/{sid}").json()
+            if doc["live"]["recording"]:
+                break
+            time.sleep(0.02)
+        assert doc["live"]["recording_download"] == "as_received"
+        assert client.get(f"/sessions/{sid}/recording").content == response.content

@@ -183,6 +183,7 @@ class LiveSource:
         self.http_status: int | None = None
         self.content_type: str | None = None
         self.recording: str | None = None  # the Store id once saved
+        self.recording_download: str | None = None  # "as_received" or "redacted" (live_store.download_as_received)
         self.started = time.time()
 
     @property
@@ -220,6 +221,7 @@ class LiveSource:
             "http_status": self.http_status,
             "content_type": self.content_type,
             "recording": self.recording,
+            "recording_download": self.recording_download,
         }
 
 
