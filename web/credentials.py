@@ -14,6 +14,8 @@ error message). :func:`secret_values` lists the exact credential values a reques
 encodings (after ``Bearer``/``Basic``, the user and password inside basic auth, percent-
 and JSON-escaped forms), so that an upstream echoing one can be scrubbed from everything
 a session shows, stores or logs (:func:`scrub_bytes`, :func:`scrub_text`).
+:func:`describe_error` turns an upstream's error body into a message with key-like
+strings masked besides.
 """
 
 from __future__ import annotations
@@ -128,6 +130,29 @@ def scrub_text(text: str, secrets: list[str]) -> str:
         if len(value.encode("utf-8", "ignore")) >= MIN_SECRET_BYTES and value in text:
             text = text.replace(value, REDACTED)
     return text
+
+
+_TOKENISH = re.compile(r"\b(?:sk|pk|rk|key|AIza)[-_A-Za-z0-9]{6,}|[A-Za-z0-9_\-]{32,}")
+
+
+def describe_error(status: int, body: bytes) -> str:
+    """``Upstream answered 404: not_found_error: …`` from a provider error body (at most 300
+    characters of detail); anything that looks like a key or token (providers echo masked
+    keys) is replaced. The exact forwarded values are scrubbed from ``body`` beforehand, by
+    the live source that holds it."""
+    detail = ""
+    try:
+        doc = json.loads(body)
+        error = doc.get("error") if isinstance(doc, dict) else None
+        if isinstance(error, dict):
+            kind = error.get("type") or error.get("code") or ""
+            detail = f"{kind}: {error.get('message') or ''}".strip(": ")
+        elif isinstance(error, str):
+            detail = error
+    except (ValueError, UnicodeDecodeError):
+        detail = ""
+    detail = _TOKENISH.sub("[redacted]", detail)[:300]
+    return f"Upstream answered {status}" + (f": {detail}" if detail else ".")
 
 
 class SecretQueryFilter(logging.Filter):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -39,7 +38,7 @@ from assembler.pipeline import Pipeline
 from assembler.registry import RegistryError, ToolRegistry
 from assembler.sse import SSEDecoder
 
-from .credentials import scrub_bytes, scrub_text
+from .credentials import describe_error, scrub_bytes, scrub_text  # describe_error: re-exported
 from .session import Session, Status
 from .store import tool_names
 
@@ -57,27 +56,6 @@ def endpoint_dialect(path: str) -> MockDialect | None:
     """``v1/chat/completions`` → ``openai-chat``; None for other paths."""
     clean = path.rstrip("/")
     return next((d for suffix, d in ENDPOINT_DIALECTS if clean.endswith(suffix)), None)
-
-
-_TOKENISH = re.compile(r"\b(?:sk|pk|rk|key|AIza)[-_A-Za-z0-9]{6,}|[A-Za-z0-9_\-]{32,}")
-
-
-def describe_error(status: int, body: bytes) -> str:
-    """``Upstream answered 404: not_found_error: …`` from a provider error body; anything
-    that looks like a key or token (providers echo masked keys) is replaced."""
-    detail = ""
-    try:
-        doc = json.loads(body)
-        error = doc.get("error") if isinstance(doc, dict) else None
-        if isinstance(error, dict):
-            kind = error.get("type") or error.get("code") or ""
-            detail = f"{kind}: {error.get('message') or ''}".strip(": ")
-        elif isinstance(error, str):
-            detail = error
-    except (ValueError, UnicodeDecodeError):
-        detail = ""
-    detail = _TOKENISH.sub("[redacted]", detail)[:300]
-    return f"Upstream answered {status}" + (f": {detail}" if detail else ".")
 
 
 class IncrementalCapture:
