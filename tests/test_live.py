@@ -3,6 +3,7 @@ that replay to the same verdicts."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from starlette.types import Receive, Scope, Send
 
 from assembler.capture import read_capture
 from assembler.demos import DEMOS
+from assembler.export import redact_capture
 from web import Settings, create_app
 from web.live import IncrementalCapture, describe_error, endpoint_dialect
 from web.mock import MockProvider, create_mock_app
@@ -151,10 +153,23 @@ def test_a_recording_replays_to_the_same_verdicts(base: str, model: str) -> None
     received = httpx.post(f"{base}/proxy/openai/v1/chat/completions?chunk=5", json=body).content
     doc = finished(base, newest_live(base, before))
     rid = doc["live"]["recording"]
-    assert httpx.get(f"{base}/sessions/{doc['id']}/recording").content == received
-    again = replay(base, rid)
+    download = httpx.get(f"{base}/sessions/{doc['id']}/recording")
+    if all(state == "committed" for state, _ in verdicts(doc)):
+        assert doc["live"]["recording_download"] == "as_received" and download.content == received
+    else:  # a call that did not commit never has its text served: the redacted reproducer instead
+        assert doc["live"]["recording_download"] == "redacted"
+        assert download.content == redact_capture(received, "x", "openai-chat") != received
+        assert "redacted" in download.headers["content-disposition"]
+        assert "Download recording (redacted)" in httpx.get(f"{base}/sessions/{doc['id']}").text
+    again = replay(base, rid)  # the replay reads the bytes as received
     assert verdicts(again) == verdicts(doc) and again["streams"][0]["end"] == doc["streams"][0]["end"]
     assert again["source"]["tools"] == doc["source"]["tools"]
+    files = {"file": ("rec.sse", download.content), "tools": ("tools.json", json.dumps(body["tools"]).encode())}
+    uploaded = httpx.post(f"{base}/sessions/upload", files=files, data={"rate": "max"})  # the download, too, gives the same verdicts
+    assert uploaded.status_code == 303
+    sid = uploaded.headers["location"].rsplit("/", 1)[1]
+    replayed = wait_for(lambda: (d := session_doc(base, sid))["status"] == "finished" and d, what="the upload")
+    assert verdicts(replayed) == verdicts(doc)
 
 
 def test_a_stopped_sessions_recording_replays_cancelled_at_the_same_event(base: str) -> None:

@@ -34,6 +34,7 @@ from assembler.model import StreamResult
 from assembler.pipeline import Pipeline
 from assembler.registry import ToolRegistry
 
+from .credentials import redact_url
 from .sources import LoadedSource, SourceError, iter_events, parse_tools
 from .store import Store, StoredSource
 
@@ -236,11 +237,11 @@ def _pieces(name: str, data: bytes, tools: list[Any] | None) -> Iterator[tuple[s
     try:
         entries = read_har(data, name)
     except CaptureError as exc:
-        raise SourceError(f"Not a readable HAR export. {exc}") from None
+        raise SourceError(f"Not a readable HAR export. {redact_url(str(exc))}") from None  # an entry's URL may carry keys
     if not entries:
         raise SourceError(f"{name}: the HAR export has no streaming entry (text/event-stream, event stream or JSON Lines response).")
     for entry in entries:
-        meta = {"format": detect_format(entry.body), "har": {"entry": entry.name.rsplit("#", 1)[-1], "method": entry.method, "url": entry.url, "status": entry.status}}
+        meta = {"format": detect_format(entry.body), "har": {"entry": entry.name.rsplit("#", 1)[-1], "method": entry.method, "url": redact_url(entry.url), "status": entry.status}}
         yield entry.name, entry.body, tools if tools is not None else entry.tools, meta
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +38,7 @@ from assembler.pipeline import Pipeline
 from assembler.registry import RegistryError, ToolRegistry
 from assembler.sse import SSEDecoder
 
+from .credentials import describe_error, scrub_bytes, scrub_text  # describe_error: re-exported
 from .session import Session, Status
 from .store import tool_names
 
@@ -58,35 +58,15 @@ def endpoint_dialect(path: str) -> MockDialect | None:
     return next((d for suffix, d in ENDPOINT_DIALECTS if clean.endswith(suffix)), None)
 
 
-_TOKENISH = re.compile(r"\b(?:sk|pk|rk|key|AIza)[-_A-Za-z0-9]{6,}|[A-Za-z0-9_\-]{32,}")
-
-
-def describe_error(status: int, body: bytes) -> str:
-    """``Upstream answered 404: not_found_error: …`` from a provider error body; anything
-    that looks like a key or token (providers echo masked keys) is replaced."""
-    detail = ""
-    try:
-        doc = json.loads(body)
-        error = doc.get("error") if isinstance(doc, dict) else None
-        if isinstance(error, dict):
-            kind = error.get("type") or error.get("code") or ""
-            detail = f"{kind}: {error.get('message') or ''}".strip(": ")
-        elif isinstance(error, str):
-            detail = error
-    except (ValueError, UnicodeDecodeError):
-        detail = ""
-    detail = _TOKENISH.sub("[redacted]", detail)[:300]
-    return f"Upstream answered {status}" + (f": {detail}" if detail else ".")
-
-
 class IncrementalCapture:
     """Push-style capture decoding: ``decode(chunk)`` returns the events the chunk
     completes, ``close()`` those left at end of input. SSE and JSON Lines, detected from
     the first non-blank byte exactly as :func:`assembler.capture.iter_capture` does; any
     split of the input gives the same events as reading it whole."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, secrets: tuple[str, ...] = ()) -> None:
         self.name = name
+        self.secrets = list(secrets)  # scrubbed from each event's text before it is parsed
         self._head = b""
         self._mode: str | None = None  # "sse" or "jsonl" once known
         self._sse = SSEDecoder()
@@ -117,7 +97,7 @@ class IncrementalCapture:
         out = []
         for ev in events:
             kind = None if ev.event == "message" else ev.event
-            out.append(_parse_payload(ev.data, kind, self.name, ev.line, ev.offset, tuple(sorted(ev.framing))))
+            out.append(_parse_payload(scrub_text(ev.data, self.secrets), kind, self.name, ev.line, ev.offset, tuple(sorted(ev.framing))))
         return out
 
     def _jsonl(self, chunk: bytes) -> list[ProviderEvent]:
@@ -141,7 +121,7 @@ class IncrementalCapture:
             text = raw.decode("utf-8").removeprefix("\ufeff")
         except UnicodeDecodeError:
             return ProviderEvent(None, None, line, self._offset, f"{self.name}:{line} (byte {self._offset}): not UTF-8")
-        return _parse_payload(text, None, self.name, line, self._offset)
+        return _parse_payload(scrub_text(text, self.secrets), None, self.name, line, self._offset)
 
 
 class LiveSource:
@@ -149,13 +129,20 @@ class LiveSource:
 
     Duck-types :class:`web.sources.LoadedSource` for the session templates and JSON twin;
     ``data`` grows as bytes arrive and ``count`` as provider events are decoded.
+    ``secrets`` are the credential values the request forwarded
+    (:func:`web.credentials.secret_values`): should the upstream echo one, it is replaced
+    by ``[redacted]`` in ``data`` and in every decoded event, so no page, export, report,
+    recording or log made from this source carries it.
     """
 
     kind = "live"
     cancel_after: int | None = None
 
-    def __init__(self, name: str, *, upstream: str, endpoint: str, dialect: str | None, request: dict[str, Any] | None) -> None:
+    def __init__(
+        self, name: str, *, upstream: str, endpoint: str, dialect: str | None, request: dict[str, Any] | None, secrets: list[str] | None = None
+    ) -> None:
         self.name = name
+        self.secrets: tuple[str, ...] = tuple(secrets or ())
         self.upstream = upstream
         self.endpoint = endpoint
         self.dialect = dialect
@@ -174,11 +161,14 @@ class LiveSource:
         self.http_status: int | None = None
         self.content_type: str | None = None
         self.recording: str | None = None  # the Store id once saved
+        self.recording_download: str | None = None  # "as_received" or "redacted" (live_store.download_as_received)
         self.started = time.time()
 
     @property
     def data(self) -> bytes:
-        return b"".join(self.chunks)
+        """The bytes received so far, with any forwarded credential replaced."""
+        data = b"".join(self.chunks)
+        return scrub_bytes(data, list(self.secrets))[0] if self.secrets else data
 
     def iter_events(self) -> Any:
         return iter(())  # a live session is never stepped through a replay
@@ -209,6 +199,7 @@ class LiveSource:
             "http_status": self.http_status,
             "content_type": self.content_type,
             "recording": self.recording,
+            "recording_download": self.recording_download,
         }
 
 
@@ -226,7 +217,7 @@ class LiveSession(Session):
         self.notify: Callable[[], None] | None = None  # set by the store: render what changed
         self._idle_watch: asyncio.Task[None] | None = None
         self.end_kind: str | None = None  # complete, truncated, dropped, cancelled, error
-        self._capture = IncrementalCapture(source.name)
+        self._capture = IncrementalCapture(source.name, source.secrets)
         self.status = Status.PLAYING
 
     def reset(self) -> None:
@@ -333,7 +324,7 @@ class LiveSession(Session):
         except ValueError as exc:
             self.error = f"The non-streaming response could not be read as a {dialect or 'known'} body ({type(exc).__name__})."
             return
-        capture = IncrementalCapture(self.live_source.name)
+        capture = IncrementalCapture(self.live_source.name, self.live_source.secrets)
         for event in [*capture.decode(wire), *capture.close()]:
             self._event(event)
 

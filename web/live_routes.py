@@ -5,7 +5,9 @@
   ``/mock/v1/models`` and ``GET /api/scenarios`` — the built-in mock (:mod:`web.mock`);
 * ``POST /connect`` — direct connect (:mod:`web.connect`): the server streams from the
   upstream itself and redirects to the live session;
-* ``GET /sessions/{id}/recording`` — a live session's recording (the bytes as received);
+* ``GET /sessions/{id}/recording`` — a live session's recording: the bytes as received when
+  every call committed, else its redacted reproducer (a call that did not commit never has
+  its argument text served, as *Reveal text* is never offered for a live stream);
 * ``POST /recordings/{rid}/replay`` — replay a recording (same verdicts);
 * ``GET /api/live`` — the upstreams, the mock's scenarios and the live sessions.
 
@@ -25,10 +27,12 @@ import httpx
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from assembler.capture import CaptureError
+
 from . import mock as mock_module
 from . import proxy
 from .connect import ConnectError, auth_headers, build_request
-from .live_store import LiveRenderer, LiveSessionStore, recording_source
+from .live_store import LiveRenderer, LiveSessionStore, recording_source, redacted_recording
 from .settings import Settings
 from .sources import SourceError
 from .store import Store
@@ -96,8 +100,8 @@ def _router(
         except ConnectError as exc:
             return error_page("Cannot connect", str(exc), 400)
         body = json.dumps(plan.body).encode()
-        session = proxy.new_session(store, name, plan.path, body)
         secrets = proxy.secret_values(headers)
+        session = proxy.new_session(store, name, plan.path, body, secrets)
         upstream = await proxy.open_upstream(upstreams, store, name, "POST", plan.path, "", headers, body, session)
         if isinstance(upstream, httpx.Response):
             task = asyncio.get_running_loop().create_task(proxy.consume(upstream, session, store, secrets), name=f"connect-{session.id}")
@@ -113,6 +117,12 @@ def _router(
         stored = sources.get(rid) if rid else None
         if stored is None or stored.body is None:
             return error_page("No recording", f"Session {sid!r} has no recording (yet).", 404)
+        if stored.meta.get("download") != "as_received":  # a call did not commit: its text is never served
+            try:
+                body, media, suffix = await asyncio.to_thread(redacted_recording, stored)
+            except (CaptureError, ValueError) as exc:
+                return error_page("Cannot download", f"The recording of session {sid!r} cannot be redacted ({type(exc).__name__}).", 422)
+            return Response(body, media_type=media, headers={"content-disposition": f'attachment; filename="recording-{sid}.{suffix}"'})
         streaming = bool(stored.meta.get("streaming"))
         media = "text/event-stream" if streaming else str(stored.meta.get("content_type") or "application/octet-stream")
         suffix = "sse" if streaming else "json" if "json" in media else "bin"

@@ -10,8 +10,10 @@ upstream request (through :attr:`web.live.LiveSession.abort`) and cancels open c
 recording link instead of replay controls); everything else is the replay's own partials.
 
 :func:`save_recording` writes a finished live session to the :class:`~web.store.Store`
-as ``kind="recording"``: the response bytes as received, the request's tools and body,
-never a header. :func:`recording_source` turns a recording back into a replayable source
+as ``kind="recording"``: the response bytes as received (any forwarded credential
+replaced), the request's tools and body, never a header. Its download is those bytes only
+when no call left its argument text uncommitted (:func:`download_as_received`); otherwise
+the redacted reproducer (:func:`redacted_recording`). :func:`recording_source` turns a recording back into a replayable source
 that reaches the same verdicts (a cancelled recording stops at the same event).
 """
 
@@ -25,9 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from assembler.export import redact_capture
 from assembler.mockwire import MOCK_DIALECTS, synthesize_stream
+from assembler.model import CallState
 from assembler.registry import ToolRegistry
 
+from .credentials import scrub_bytes
 from .fanout import Broadcaster
 from .live import LiveSession, LiveSource
 from .render import Renderer
@@ -131,6 +136,7 @@ class LiveSessionStore(SessionStore):
         prepared = prepare_recording(session, forwarded_secrets)
         try:
             session.live_source.recording = await asyncio.to_thread(prepared.write, self.recordings)
+            session.live_source.recording_download = prepared.meta["download"]
         except Exception as exc:  # a full disk must not break the client's response
             log.error("session %s: recording not saved (%s)", session.id, type(exc).__name__)
         session.pending.status = session.pending.controls = True
@@ -168,16 +174,6 @@ class LiveSessionStore(SessionStore):
 # ------------------------------------------------------------------ recordings
 
 
-def scrub(body: bytes, secrets: list[str]) -> tuple[bytes, bool]:
-    """``body`` with any forwarded secret value replaced (an upstream that echoes a key)."""
-    hit = False
-    for value in secrets:
-        raw = value.encode("utf-8", "ignore")
-        if len(raw) >= 8 and raw in body:
-            body, hit = body.replace(raw, b"[redacted]"), True
-    return body, hit
-
-
 @dataclass(frozen=True)
 class PreparedRecording:
     """Everything a recording stores, computed on the event loop; written by :meth:`write`."""
@@ -200,12 +196,15 @@ class PreparedRecording:
 def prepare_recording(session: LiveSession, forwarded_secrets: list[str]) -> PreparedRecording:
     """The recording of a finished ``session``: its bytes (scrubbed of any forwarded credential),
     request tools, metadata and search summary. Never a header."""
-    body, redacted = scrub(session.live_source.data, forwarded_secrets)
+    secrets = sorted({*session.live_source.secrets, *forwarded_secrets}, key=len, reverse=True)
+    raw = b"".join(session.live_source.chunks)
+    body, redacted = scrub_bytes(raw, secrets)
     meta = session.recording_meta()
+    meta["download"] = "as_received" if download_as_received(session) else "redacted"
     if redacted:
         meta["redacted"] = "a forwarded credential appeared in the body and was replaced"
     text = json.dumps(meta, ensure_ascii=False)
-    clean, _ = scrub(text.encode(), forwarded_secrets)  # the request body too, if a key was pasted into it
+    clean, _ = scrub_bytes(text.encode(), secrets)  # the request body too, if a key was pasted into it
     src = session.live_source
     name = f"{src.upstream} {src.endpoint}" + (f" {src.model}" if src.model else "")
     return PreparedRecording(session.id, name, body, src.tools, json.loads(clean), recording_summary(session))
@@ -213,9 +212,34 @@ def prepare_recording(session: LiveSession, forwarded_secrets: list[str]) -> Pre
 
 def save_recording(store: Store, session: LiveSession, forwarded_secrets: list[str]) -> str:
     """Save ``session`` as a recording, blocking; returns its id (also kept on the session's source)."""
-    rid = prepare_recording(session, forwarded_secrets).write(store)
-    session.live_source.recording = rid
+    prepared = prepare_recording(session, forwarded_secrets)
+    rid = prepared.write(store)
+    session.live_source.recording, session.live_source.recording_download = rid, prepared.meta["download"]
     return rid
+
+
+def download_as_received(session: LiveSession) -> bool:
+    """Whether the recording may be downloaded as received: only when it holds no argument
+    text of a call that did not commit (the rule *Reveal text* follows). That is, the stream
+    ended normally and every call committed, or the upstream answered an HTTP error whose
+    body (not a stream) was never assembled. Otherwise the download is the redacted
+    reproducer (:func:`redacted_recording`)."""
+    if session.end_kind == "complete":
+        return all(c.state is CallState.COMMITTED for r in session.pipeline.results() for c in r.calls)
+    src = session.live_source
+    return session.end_kind == "error" and session.upstream_error and session.position == 0 and "event-stream" not in (src.content_type or "")
+
+
+def redacted_recording(stored: StoredSource) -> tuple[bytes, str, str]:
+    """``(body, media type, file suffix)`` of a recording's redacted reproducer
+    (:func:`assembler.export.redact_capture` of what it replays: a non-streaming JSON body
+    as the stream that would have carried it). Every string value of argument text and
+    every text delta is masked; keys, numbers, fragment boundaries and byte lengths stay,
+    so it assembles to the same verdicts. Raises ``CaptureError``/``ValueError`` if unreadable."""
+    body = redact_capture(replay_bytes(stored), stored.name, stored.meta.get("dialect"))
+    if body.lstrip()[:1] == b"{":
+        return body, "application/x-ndjson", "redacted.jsonl"
+    return body, "text/event-stream", "redacted.sse"
 
 
 def recording_summary(session: LiveSession) -> dict[str, Any]:

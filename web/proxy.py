@@ -9,10 +9,12 @@ real time. Upstreams come from ``Settings.upstreams`` (``{name: base_url}``); ``
 ``anthropic`` and ``mock`` that are not configured go to the built-in mock provider
 (:mod:`web.mock`), in-process, through the same httpx client interface.
 
-Credentials (``Authorization``, ``x-api-key``, ``api-key``, ``x-goog-api-key``, cookies and
-any header named like a key, token, secret or session) are forwarded upstream and nowhere
-else: no header is stored, logged, shown or recorded, and their values are scrubbed from a
-recording should an upstream echo one. ``Accept-Encoding`` is sent as ``identity`` so the
+Credentials (``Authorization``, ``x-api-key``, ``api-key``, ``x-goog-api-key``, cookies,
+any header named like a key, token, secret or session, and every query value but a few
+known-harmless ones: :mod:`web.credentials`) are forwarded upstream and nowhere else: no
+header is stored, logged, shown or recorded, query values are replaced in every URL that is
+logged or shown, and should an upstream echo a forwarded credential, the live session
+scrubs it from all it shows, stores or logs (the page, the JSON twin, exports, the recording). ``Accept-Encoding`` is sent as ``identity`` so the
 bytes teed are the bytes the client gets.
 
 Outcomes: upstream ended → the client's response ends normally and the session finishes
@@ -29,13 +31,19 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 
 import httpx
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
+from .credentials import (  # the credential rules, re-exported for the proxy's callers
+    SECRET_HEADERS,
+    install_log_filters,
+    is_secret_header,
+    redact_url,
+    secret_values,
+)
 from .live import LiveSession, LiveSource, endpoint_dialect
 from .live_store import LiveSessionStore
 from .mock import MockProvider, MockTransport
@@ -51,62 +59,10 @@ _HOP = frozenset(
     {"host", "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "accept-encoding"}
 )
 _HOP_RESPONSE = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "trailer", "te"})
-#: Credential headers: forwarded upstream, never stored, logged or shown.
-SECRET_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie", "set-cookie", "x-amz-security-token"}
-)
-_SECRET_NAME = re.compile(r"key|token|secret|auth|cookie|session|password|credential", re.IGNORECASE)
-_SECRET_QUERY = re.compile(r"^(key|api[-_]?key|access[-_]?token|token|sig|signature)$", re.IGNORECASE)
 #: Seconds the tee worker gathers forwarded chunks before assembling them (renders are at most 20/s anyway).
 TEE_INTERVAL = 0.02
 #: Seconds: connecting, and waiting for the next chunk of a stream (models pause to think).
 TIMEOUT = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
-
-
-def is_secret_header(name: str) -> bool:
-    return name.lower() in SECRET_HEADERS or bool(_SECRET_NAME.search(name))
-
-
-def secret_values(headers: list[tuple[str, str]], query: list[tuple[str, str]] | None = None) -> list[str]:
-    """Credential values in request headers and query (``Bearer`` stripped), to scrub."""
-    found: list[str] = []
-    for name, value in headers:
-        if is_secret_header(name):
-            found.append(value)
-            if " " in value:
-                found.append(value.split(" ", 1)[1])
-            if name.lower() in ("cookie", "set-cookie"):
-                found += [part.split("=", 1)[-1].strip() for part in value.split(";")]
-    found += [v for k, v in query or [] if _SECRET_QUERY.match(k)]
-    return [v for v in dict.fromkeys(found) if v]
-
-
-_QUERY_SECRET = re.compile(r"([?&](?:key|api[-_]?key|access[-_]?token|token|sig|signature)=)[^&\s\"')]+", re.IGNORECASE)
-
-
-def redact_url(text: str) -> str:
-    """``...?key=AIza...`` → ``...?key=[redacted]`` (credentials some APIs take in the query)."""
-    return _QUERY_SECRET.sub(r"\1[redacted]", text)
-
-
-class SecretQueryFilter(logging.Filter):
-    """Redacts query-string credentials from log records (uvicorn's access log, httpx's
-    request log), keeping the record's argument tuple in shape for their formatters."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple) and record.args:
-            record.args = tuple(redact_url(str(a)) if isinstance(a, (str, httpx.URL)) else a for a in record.args)
-        elif isinstance(record.msg, str):
-            record.msg = redact_url(record.msg)
-        return True
-
-
-def install_log_filters() -> None:
-    """Add :class:`SecretQueryFilter` to the loggers that print request URLs (once)."""
-    for name in ("uvicorn.access", "httpx", "toollatch.proxy", "toollatch.web"):
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, SecretQueryFilter) for f in logger.filters):
-            logger.addFilter(SecretQueryFilter())
 
 
 def forward_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -154,7 +110,7 @@ class Upstreams:
 
 
 def connect_error(name: str, base: str, exc: Exception) -> str:
-    where = "the built-in mock" if base == MOCK_BASE else base
+    where = "the built-in mock" if base == MOCK_BASE else redact_url(base)
     return f"toollatch proxy: cannot reach upstream {name!r} at {where} ({type(exc).__name__})."
 
 
@@ -339,15 +295,16 @@ async def open_upstream(
     return upstream
 
 
-def new_session(store: LiveSessionStore, name: str, path: str, body: bytes) -> LiveSession:
-    """A live session for a request body (JSON when it parses; its ``tools`` the registry)."""
+def new_session(store: LiveSessionStore, name: str, path: str, body: bytes, secrets: list[str] | None = None) -> LiveSession:
+    """A live session for a request body (JSON when it parses; its ``tools`` the registry);
+    ``secrets``: the credential values the request forwards, scrubbed from all it shows."""
     try:
         request = json.loads(body) if body else None
     except (ValueError, UnicodeDecodeError):
         request = None
     endpoint = "/" + path.lstrip("/")
     source = LiveSource(f"{name}{endpoint}", upstream=name, endpoint=endpoint, dialect=endpoint_dialect(path),
-                        request=request if isinstance(request, dict) else None)
+                        request=request if isinstance(request, dict) else None, secrets=secrets)
     return store.create_live(source)
 
 
@@ -365,7 +322,7 @@ def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstrea
             return error_json(413, "request_too_large", f"toollatch proxy: request body over {settings.max_upload_bytes} bytes.")
         headers = list(request.headers.items())
         secrets = secret_values(headers, list(request.query_params.multi_items()))
-        session = new_session(store, name, path, body) if request.method == "POST" else None
+        session = new_session(store, name, path, body, secrets) if request.method == "POST" else None
         upstream = await open_upstream(upstreams, store, name, request.method, path, request.url.query, headers, body, session)
         if isinstance(upstream, JSONResponse):
             return upstream

@@ -2,9 +2,9 @@
 
 Everything here is computed from what the session has replayed so far (its pipeline's
 results and the first ``position`` provider events of its source), except
-:func:`full_results`, which assembles the whole source once (for the exports and the
-compare page). Heavy work (re-reading the source) runs in a worker thread and is cached
-per session and replay state.
+:func:`full_results`, which assembles the whole source (for the exports and the compare
+page). Heavy work (re-reading the source) runs in a worker thread and is cached per
+session and replay state, and per source size (a live source grows).
 
 What reaches a page or the JSON twin: tool names, call ids, verdicts, byte and fragment
 counts, diagnoses (fragment index, byte offset, expected token class, depth, JSON
@@ -21,7 +21,7 @@ import itertools
 import logging
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from assembler.capture import ProviderEvent
@@ -72,7 +72,8 @@ class Events:
 @dataclass
 class _Cache:
     full: list[StreamResult] | None = None
-    state: tuple[int, int, str] | None = None
+    full_size: int | None = None  # source bytes ``full`` was assembled from
+    state: tuple[int, int, int, int, str] | None = None
     view: dict[str, Any] | None = None
 
 
@@ -107,6 +108,39 @@ def set_reveal(session: Session, on: bool) -> bool:
     return _flags[session].reveal
 
 
+# ------------------------------------------------------------------ a live stream still open
+
+
+#: Why the reproducer of a live stream still arriving is refused (shown with a 409).
+STILL_STREAMING = (
+    "The stream is still arriving: some calls have no verdict yet, and a reproducer keeps the "
+    "structure of their argument text (object keys, numbers). Export it once the stream has "
+    "ended, or press Stop; the JSON report and Markdown summary can be had meanwhile."
+)
+
+
+def still_streaming(session: Session) -> bool:
+    """True while a live session's stream is arriving: its source grows and its open calls
+    have no verdict yet, so nothing of their text may be exported."""
+    return session.source.kind == "live" and not session.status.done
+
+
+def without_open_diagnoses(session: Session, results: list[StreamResult]) -> list[StreamResult]:
+    """``results`` (a full assembly of the bytes so far) with the diagnosis dropped from
+    every call the session has not seen reach a verdict: assembling a stream that is still
+    arriving cuts those calls off, and their diagnosis (depth, expected token) would describe
+    text that has not committed."""
+    states = {(card.stream, card.view.key): card.view.state for card in session.cards.values()}
+    out = []
+    for stream, result in enumerate(results):
+        calls = [
+            c if (state := states.get((stream, c.key))) is not None and state.terminal else replace(c, diagnosis=None)
+            for c in result.calls
+        ]
+        out.append(replace(result, calls=calls))
+    return out
+
+
 # ------------------------------------------------------------------ full results
 
 
@@ -120,10 +154,15 @@ def assemble_source(source: LoadedSource, config: Any) -> list[StreamResult]:
 
 
 async def full_results(session: Session) -> list[StreamResult]:
-    """The whole source assembled once (cached per session); raises ``CaptureError`` if unreadable."""
+    """The whole source assembled (cached per session and source size: a live source that
+    grew is assembled again); raises ``CaptureError`` if unreadable."""
     cache = _caches.setdefault(session, _Cache())
-    if cache.full is None:
-        cache.full = await asyncio.to_thread(assemble_source, session.source, session.config)
+    size = session.source.size
+    if cache.full is None or cache.full_size != size:
+        full = await asyncio.to_thread(assemble_source, session.source, session.config)
+        if session.source.size == size:  # a chunk that arrived meanwhile is not in ``full``
+            cache.full, cache.full_size = full, size
+        return full
     return cache.full
 
 
@@ -216,7 +255,9 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
     panel_state = session.triage_state  # taken before the await: the state this view shows
     reveal = revealed(session)
     cache = _caches.setdefault(session, _Cache())
-    state = (session.generation, session.position, f"{session.status.value}:{reveal}")
+    # Everything the view depends on: a verdict can come without an event (an idle timeout),
+    # and a live source grows.
+    state = (session.generation, session.position, len(session.verdicts), session.source.size, f"{session.status.value}:{reveal}")
     if cache.state != state or cache.view is None:
         try:
             computed = await asyncio.to_thread(_compute, session.source, session.pipeline.dialect, session.position, results, done, reveal)
@@ -233,7 +274,7 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
         "reveal": {"allowed": reveal_allowed(session), "on": reveal},
         "permalink": f"/sources/{stored}" if (stored := getattr(session.source, "stored_id", None)) else None,
         "exports": {
-            "reproducer": f"/sessions/{session.id}/export.sse",
+            "reproducer": None if still_streaming(session) else f"/sessions/{session.id}/export.sse",
             "report": f"/sessions/{session.id}/export.report.json",
             "markdown": f"/sessions/{session.id}/export.md",
         },

@@ -8,7 +8,10 @@
 * ``GET /sessions/{id}/export.sse`` — the redacted reproducer
   (:func:`assembler.export.redact_capture`: SSE stays SSE, JSON Lines and event streams
   become JSON Lines), ``export.report.json`` and ``export.md`` — the JSON report and
-  Markdown summary of the whole source (no argument text);
+  Markdown summary of the whole source (no argument text). While a live stream is still
+  arriving the reproducer is refused (``409``: it keeps the object keys and numbers of
+  calls that have no verdict yet); the report and summary cover the bytes so far, marked
+  partial, with no diagnosis for calls without a verdict;
 * ``GET /compare?a=ID&b=ID`` and ``GET /api/compare?a=ID&b=ID`` — two sessions (or stored
   sources) side by side.
 
@@ -45,6 +48,11 @@ log = logging.getLogger("toollatch.web")
 
 #: Sessions, and stored sources, offered in each of the compare page's dropdowns.
 MAX_COMPARE_CHOICES = 50
+#: The note a report of a live stream still arriving carries.
+PARTIAL = (
+    "The stream was still arriving: this covers the bytes received so far, as if cut off here. "
+    "Calls without a verdict yet are reported cut off, with no diagnosis."
+)
 
 
 def _stem(name: str) -> str:
@@ -115,6 +123,8 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         session = sessions.get(sid)
         if session is None:
             return missing(sid)
+        if triage.still_streaming(session):
+            return error_page("Cannot export yet", triage.STILL_STREAMING, 409)
         source = session.source
         try:
             body = await asyncio.to_thread(redact_capture, source.data, source.name, session.pipeline.dialect)
@@ -125,10 +135,14 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         return _download(body, f"{_stem(source.name)}.redacted.sse", "text/event-stream")
 
     async def results_of(session: Session) -> list[StreamResult] | HTMLResponse:
+        """The whole source assembled; for a live stream still arriving, the bytes so far,
+        without a diagnosis for the calls that have no verdict yet."""
+        growing = triage.still_streaming(session)
         try:
-            return await triage.full_results(session)
+            results = await triage.full_results(session)
         except CaptureError as exc:
             return error_page("Cannot export", str(exc), 422)
+        return triage.without_open_diagnoses(session, results) if growing else results
 
     @router.get("/sessions/{sid}/export.report.json")
     async def export_report(sid: str) -> Response:
@@ -139,6 +153,8 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         if isinstance(results, HTMLResponse):
             return results
         doc = json_report(results, session.source.name)
+        if triage.still_streaming(session):
+            doc["partial"] = PARTIAL
         return _download(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", f"{_stem(session.source.name)}.report.json", "application/json")
 
     @router.get("/sessions/{sid}/export.md")
@@ -150,6 +166,8 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         if isinstance(results, HTMLResponse):
             return results
         text = markdown_summary(results, session.source.name)
+        if triage.still_streaming(session):
+            text = f"> {PARTIAL}\n\n{text}"
         return _download(text, f"{_stem(session.source.name)}.md", "text/markdown; charset=utf-8")
 
     async def side(ref: str) -> tuple[dict[str, Any], list[StreamResult]]:
