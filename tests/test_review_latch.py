@@ -55,12 +55,6 @@ def every_client_call_is_answered(result: StreamResult, ids: set[str]) -> None:
 # ------------------------------------------------------------------ keying
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: OpenAI Responses keys calls by output_index only (openai_responses.py _start/_find): two function_call "
-    "items with distinct item ids at the same output_index share one assembler buffer, so call_A commits "
-    "{'cmd': 'ls', 'extra': {'cmd': 'rm -rf /'}} built from call_B's fragments and call_B gets no verdict and no result",
-)
 def test_responses_items_sharing_an_output_index_are_never_merged() -> None:
     item = lambda n, cid: {"type": "function_call", "id": f"fc_{n}", "call_id": cid, "name": "run", "arguments": ""}  # noqa: E731
     data = sse(

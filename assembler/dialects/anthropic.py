@@ -5,7 +5,8 @@ per content block ``content_block_start`` / ``content_block_delta`` /
 ``content_block_stop`` → ``message_delta`` → ``message_stop``; tool input arrives as
 ``input_json_delta.partial_json`` fragments; an ``error`` event ends the stream.
 
-Calls are keyed by content-block ``index``. ``tool_use`` blocks are client calls;
+Calls are keyed by content-block ``index`` (see :mod:`.blocks` for an index started
+twice: a later call there gets its own key, never the earlier call's buffer). ``tool_use`` blocks are client calls;
 ``server_tool_use`` and ``mcp_tool_use`` blocks run on the provider (``executor:
 server``): assembled and shown, never executed by the client, no result owed. A block
 whose ``input`` arrives whole (in ``content_block_start`` or in
@@ -31,6 +32,7 @@ from ..model import (
     StreamStart,
     StreamTruncated,
 )
+from .blocks import BlockKeys
 
 TOOL_BLOCKS: dict[str, Executor] = {"tool_use": "client", "server_tool_use": "server", "mcp_tool_use": "server"}
 
@@ -43,7 +45,7 @@ class AnthropicAdapter:
     def __init__(self) -> None:
         self._started = False
         self._ended = False
-        self._tool_blocks: set[int] = set()
+        self._blocks = BlockKeys()
 
     def feed(self, event: ProviderEvent) -> list[Op]:
         data = event.data
@@ -54,10 +56,11 @@ class AnthropicAdapter:
             delta = data.get("delta")
             if delta.__class__ is dict and delta.get("type") == "input_json_delta":
                 index = data.get("index")
-                if type(index) is not int or index not in self._tool_blocks:
+                key = self._blocks.current.get(index) if type(index) is int else None
+                if key is None:
                     return [Quirk("input_json_delta_for_non_tool_block")]
                 fragment = delta.get("partial_json")
-                return [ArgsFragment((index,), fragment)] if fragment.__class__ is str and fragment else []
+                return [ArgsFragment(key, fragment)] if fragment.__class__ is str and fragment else []
             return []
         if kind == "message_start":
             return self._message_start(data)
@@ -66,9 +69,9 @@ class AnthropicAdapter:
             return [StreamError(_error_detail(data.get("error")))]
         if kind == "content_block_start":
             return self._block_start(data.get("index"), data.get("content_block"))
-        index = data.get("index") if isinstance(data.get("index"), int) else None
         if kind == "content_block_stop":
-            return [BlockStop((index,))] if index in self._tool_blocks else []
+            key = self._blocks.stop(data.get("index"))
+            return [BlockStop(key)] if key is not None else []
         if kind == "message_stop":
             if self._ended:
                 return [Quirk("message_stop_repeated")]
@@ -86,7 +89,7 @@ class AnthropicAdapter:
         if self._started and not self._ended:
             ops.append(StreamTruncated("a new message_start arrived before message_stop"))
         self._started, self._ended = True, False
-        self._tool_blocks = set()
+        self._blocks = BlockKeys()
         message = data.get("message") if isinstance(data.get("message"), dict) else {}
         ops.append(StreamStart({"message_id": message.get("id"), "model": message.get("model")}))
         content = message.get("content")
@@ -94,8 +97,9 @@ class AnthropicAdapter:
             for index, block in enumerate(content):
                 started = self._block_start(index, block)
                 ops.extend(started)
-                if started:
-                    ops.append(BlockStop((index,)))
+                key = self._blocks.stop(index) if started else None
+                if key is not None:
+                    ops.append(BlockStop(key))
         return ops
 
     def _block_start(self, index: Any, block: Any) -> list[Op]:
@@ -103,13 +107,18 @@ class AnthropicAdapter:
             return []
         executor = TOOL_BLOCKS.get(block.get("type", ""))
         if executor is None:
+            self._blocks.release(index)
             return []
-        self._tool_blocks.add(index)
         whole = block.get("input")
         whole_text = json.dumps(whole, ensure_ascii=False) if whole not in (None, {}) else None
         call_id = block.get("id") if isinstance(block.get("id"), str) else None
         name = block.get("name") if isinstance(block.get("name"), str) else None
-        return [CallStart((index,), call_id, name, executor, whole_text)]
+        ops: list[Op] = []
+        key, clash = self._blocks.start(index, call_id, ops)
+        ops.append(CallStart(key, call_id, name, executor, whole_text))
+        if clash:
+            ops.append(StreamError(f"content block {index} started again before its content_block_stop"))
+        return ops
 
 
 def _error_detail(error: Any) -> str:

@@ -12,7 +12,7 @@ whose frames :mod:`assembler.capture` turns into the same shape (an ``exception`
 becomes ``{"<exception type>": <payload>}``, e.g. ``throttlingException``). A data-less
 event that only carries a framing note (``truncated_frame``) makes no ops here; the
 missing ``messageStop`` / ``message_stop`` then makes the stream truncated. Calls are keyed
-by ``contentBlockIndex``.
+by ``contentBlockIndex`` (see :mod:`.blocks` for an index started twice).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import json
 from ..capture import ProviderEvent
 from ..model import ArgsFragment, BlockStop, CallStart, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
 from .anthropic import AnthropicAdapter
+from .blocks import BlockKeys
 
 
 class BedrockConverseAdapter:
@@ -34,7 +35,7 @@ class BedrockConverseAdapter:
     def __init__(self) -> None:
         self._started = False
         self._ended = False
-        self._tool_blocks: set[int] = set()
+        self._blocks = BlockKeys()
 
     def feed(self, event: ProviderEvent) -> list[Op]:
         data = event.data
@@ -49,24 +50,34 @@ class BedrockConverseAdapter:
             ops: list[Op] = []
             if self._started and not self._ended:
                 ops.append(StreamTruncated("a new messageStart arrived before messageStop"))
-            self._started, self._ended, self._tool_blocks = True, False, set()
+            self._started, self._ended, self._blocks = True, False, BlockKeys()
             ops.append(StreamStart({}))
             return ops
         if kind == "contentBlockStart":
             tool = (body.get("start") or {}).get("toolUse")
-            if not isinstance(tool, dict) or not isinstance(index, int):
+            if not isinstance(index, int):
                 return []
-            self._tool_blocks.add(index)
+            if not isinstance(tool, dict):
+                self._blocks.release(index)
+                return []
             executor = "server" if tool.get("type") == "server_tool_use" else "client"
-            return [CallStart((index,), tool.get("toolUseId") or None, tool.get("name") or None, executor)]
+            call_id = tool.get("toolUseId") if isinstance(tool.get("toolUseId"), str) and tool.get("toolUseId") else None
+            ops = []
+            key, clash = self._blocks.start(index, call_id, ops)
+            ops.append(CallStart(key, call_id, tool.get("name") or None, executor))
+            if clash:
+                ops.append(StreamError(f"content block {index} started again before its contentBlockStop"))
+            return ops
         if kind == "contentBlockDelta":
             tool = (body.get("delta") or {}).get("toolUse")
-            if isinstance(tool, dict) and index in self._tool_blocks:
+            key = self._blocks.get(index)
+            if isinstance(tool, dict) and key is not None:
                 text = tool.get("input")
-                return [ArgsFragment((index,), text)] if isinstance(text, str) and text else []
+                return [ArgsFragment(key, text)] if isinstance(text, str) and text else []
             return []
         if kind == "contentBlockStop":
-            return [BlockStop((index,))] if index in self._tool_blocks else []
+            key = self._blocks.stop(index)
+            return [BlockStop(key)] if key is not None else []
         if kind == "messageStop":
             self._ended = True
             return [StreamEnd(f"messageStop {body.get('stopReason', '')}".strip())]

@@ -11,7 +11,11 @@ follow; ``willContinue`` absent or false on a ``functionCall`` means "this is th
 part of the FunctionCall"; the usual last part is an empty ``functionCall: {}``).
 
 Keying: a call is ``(candidate index, n)`` where ``n`` counts that candidate's calls;
-Gemini has no stable per-call index, and a streamed call's parts arrive in order.
+Gemini has no stable per-call index, and a streamed call's parts arrive in order. A part
+continues the candidate's open streamed call only when it has no ``name``, no whole
+``args`` and no ``id`` other than that call's; any other ``functionCall`` part is a new
+call (the open one is closed first, quirk ``function_call_before_terminator``), so two
+calls never share one argument object.
 
 No ``id`` (Gemini 2.x, Vertex): a stable one is synthesised, ``gemini_call_<n>`` with
 ``n`` counting calls in the stream, and quirk ``synthesized_id`` is recorded.
@@ -60,6 +64,7 @@ class PartialArgsError(ValueError):
 @dataclass
 class _Streamed:
     key: CallKey
+    provider_id: str | None  # the id the provider gave (None when synthesised)
     args: dict[str, Any] = field(default_factory=dict)
 
 
@@ -138,8 +143,11 @@ class GeminiAdapter:
 
     def _function_call(self, ci: int, fc: dict[str, Any], ops: list[Op]) -> None:
         name = fc.get("name") if isinstance(fc.get("name"), str) and fc.get("name") else None
+        fc_id = fc.get("id") if isinstance(fc.get("id"), str) and fc.get("id") else None
         streamed = self._open.get(ci)
-        if streamed is not None and name is None:
+        if streamed is not None and name is None and fc.get("args") in (None, {}) and (
+            fc_id is None or streamed.provider_id in (None, fc_id)
+        ):  # a continuation: no name, no whole args, no other call's id
             self._apply_all(streamed.args, fc.get("partialArgs"), ops)
             if fc.get("willContinue") is not True:
                 if fc.get("partialArgs"):
@@ -158,7 +166,7 @@ class GeminiAdapter:
         self._per_candidate[ci] = n + 1
         self._calls += 1
         key: CallKey = (ci, n)
-        call_id = fc.get("id") if isinstance(fc.get("id"), str) and fc.get("id") else None
+        call_id = fc_id
         if call_id is None:
             call_id = f"gemini_call_{self._calls - 1}"
             ops.append(Quirk("synthesized_id"))
@@ -168,7 +176,7 @@ class GeminiAdapter:
             ops.append(Quirk("args_not_object"))
             ops.append(ArgsFragment(key, json.dumps(args, ensure_ascii=False)))  # the latch rejects it
             args = {}
-        self._open[ci] = _Streamed(key, copy.deepcopy(args) if args else {})  # never mutate the event
+        self._open[ci] = _Streamed(key, fc_id, copy.deepcopy(args) if args else {})  # never mutate the event
         self._apply_all(self._open[ci].args, fc.get("partialArgs"), ops)
         if fc.get("willContinue") is not True:
             self._close(ci, ops)

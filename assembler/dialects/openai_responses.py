@@ -16,7 +16,12 @@ provider, ``executor: server``; arguments by ``response.mcp_call_arguments.delta
 ``.done``; it has no ``call_id``, its item ``id`` names it).
 
 Keying: a call is ``(output_index,)``; ``item_id`` is mapped to that key when the item is
-added and wins over a disagreeing ``output_index``. ``output_item.done`` is the block stop.
+added and wins over a disagreeing ``output_index``. A further item at an ``output_index``
+already used (quirk ``output_index_reused``) is keyed ``(output_index, n)``, so two items
+never share a buffer: events naming an ``item_id`` go to that item, events without one go to
+the index's single item that has not ended, and when several have not ended the stream
+cannot be read (a stream error, every open call fails). ``output_item.done`` is the block
+stop.
 
 ``.done`` texts: where no delta arrived (LM Studio) the ``.done`` (or
 ``output_item.done``) text *is* the arguments and is sent as one fragment. Where deltas
@@ -74,6 +79,7 @@ _WRAP_OPEN, _WRAP_CLOSE = '{"input":"', '"}'
 class _Item:
     key: CallKey
     kind: str
+    item_id: str | None
     call_id: str | None = None
     name: str | None = None
     digest: Any = field(default_factory=hashlib.sha256)
@@ -93,12 +99,20 @@ class OpenAIResponsesAdapter:
         self._ended = False
         self._items: dict[CallKey, _Item] = {}
         self._by_item_id: dict[str, CallKey] = {}
+        self._at_index: dict[int, list[CallKey]] = {}  # output_index -> its items' keys, in order
 
     def feed(self, event: ProviderEvent) -> list[Op]:
         data = event.data
         if not isinstance(data, dict):
             return [Quirk("non_object_event")]
         kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
+        try:
+            return self._event(kind, data)
+        except _Unroutable as exc:
+            self._ended = True
+            return [StreamError(str(exc))]
+
+    def _event(self, kind: str, data: dict[str, Any]) -> list[Op]:
         if kind == "response.created":
             return self._response_created(data)
         if kind == "response.output_item.added":
@@ -137,7 +151,7 @@ class OpenAIResponsesAdapter:
         if self._started and not self._ended:
             ops.append(StreamTruncated("a new response.created arrived before response.completed"))
         self._started, self._ended = True, False
-        self._items, self._by_item_id = {}, {}
+        self._items, self._by_item_id, self._at_index = {}, {}, {}
         response = data.get("response") if isinstance(data.get("response"), dict) else {}
         ops.append(StreamStart({"response_id": response.get("id"), "model": response.get("model")}))
         return ops
@@ -149,7 +163,11 @@ class OpenAIResponsesAdapter:
         if not isinstance(index, int) or isinstance(index, bool):
             return [StreamError(f"{item.get('type')} item added without an integer output_index")]
         ops: list[Op] = []
-        self._start(item, (index,), ops)
+        item_id = item.get("id")
+        if isinstance(item_id, str) and item_id in self._by_item_id:
+            ops.append(Quirk("output_item_added_repeated"))  # the same item again: not a new call
+            return ops
+        self._start(item, index, ops)
         return ops
 
     def _delta(self, data: dict[str, Any], kind: str) -> list[Op]:
@@ -181,7 +199,7 @@ class OpenAIResponsesAdapter:
             if not isinstance(index, int) or isinstance(index, bool):
                 return [StreamError(f"{item_obj['type']} item done without an integer output_index")]
             ops.append(Quirk("output_item_done_without_added"))
-            item = self._start(item_obj, (index,), ops)
+            item = self._start(item_obj, index, ops)
         else:
             call_id, name = _identity(item_obj)
             new_id = call_id if call_id and not item.call_id else None
@@ -208,15 +226,19 @@ class OpenAIResponsesAdapter:
 
     # ------------------------------------------------------------------ helpers
 
-    def _start(self, item_obj: dict[str, Any], key: CallKey, ops: list[Op]) -> _Item:
+    def _start(self, item_obj: dict[str, Any], index: int, ops: list[Op]) -> _Item:
         kind = item_obj["type"]
         call_id, name = _identity(item_obj)
-        item = _Item(key, kind, call_id, name)
-        if key in self._items:
+        used = self._at_index.setdefault(index, [])
+        if used:
             ops.append(Quirk("output_index_reused"))
+        key: CallKey = (index, len(used)) if used else (index,)
+        used.append(key)
+        item_id = item_obj.get("id") if isinstance(item_obj.get("id"), str) and item_obj.get("id") else None
+        item = _Item(key, kind, item_id, call_id, name)
         self._items[key] = item
-        if isinstance(item_obj.get("id"), str):
-            self._by_item_id[item_obj["id"]] = key
+        if item_id is not None:
+            self._by_item_id[item_id] = key
         whole = _whole_text(kind, item_obj.get("input" if kind == "custom_tool_call" else "arguments"), ops)
         ops.append(CallStart(key, call_id, name, TOOL_ITEMS[kind], whole))
         if kind == "custom_tool_call":
@@ -224,21 +246,40 @@ class OpenAIResponsesAdapter:
         return item
 
     def _find(self, data: dict[str, Any], kind: str, ops: list[Op], quiet: bool = False) -> _Item | None:
+        """The item an event belongs to; ``quiet``: None instead of starting an unknown one.
+
+        Raises :class:`_Unroutable` when the event names no ``item_id`` and several items
+        at its ``output_index`` have not ended.
+        """
         item_id, index = data.get("item_id"), data.get("output_index")
-        key = self._by_item_id.get(item_id) if isinstance(item_id, str) else None
+        item_id = item_id if isinstance(item_id, str) and item_id else None
+        key = self._by_item_id.get(item_id) if item_id is not None else None
         if key is not None:
-            if isinstance(index, int) and (index,) != key:
+            if isinstance(index, int) and index != key[0]:
                 ops.append(Quirk("output_index_mismatch"))
             return self._items[key]
-        if isinstance(index, int) and not isinstance(index, bool) and (index,) in self._items:
-            return self._items[(index,)]
+        has_index = isinstance(index, int) and not isinstance(index, bool)
+        if has_index and index in self._at_index:
+            items = [self._items[k] for k in self._at_index[index]]
+            if item_id is None:
+                live = [item for item in items if not item.stopped]
+                if len(live) > 1:
+                    raise _Unroutable(f"{kind} event without item_id at output_index {index}, where {len(live)} items are open")
+                return live[0] if live else items[-1]  # an ended item: its text after the stop fails it
+            unnamed = [item for item in items if item.item_id is None and not item.stopped]
+            if len(unnamed) > 1:
+                raise _Unroutable(f"{kind} event for a new item_id at output_index {index}, where {len(unnamed)} items have none")
+            if unnamed:  # the item was added without its id
+                unnamed[0].item_id = item_id
+                self._by_item_id[item_id] = unnamed[0].key
+                return unnamed[0]
         if quiet:
             return None
-        if not isinstance(index, int) or isinstance(index, bool):
+        if not has_index:
             ops.append(StreamError(f"{kind} delta for an unknown item without output_index"))
             return None
         ops.append(Quirk("delta_before_output_item_added"))
-        return self._start({"type": kind, "id": item_id}, (index,), ops)
+        return self._start({"type": kind, "id": item_id}, index, ops)
 
     def _settle(self, item: _Item, text: Any) -> list[Op]:
         """Use or compare a ``.done`` text (see the module docstring)."""
@@ -269,6 +310,10 @@ class OpenAIResponsesAdapter:
             item.stopped = True
             ops.append(BlockStop(item.key))
         return ops
+
+
+class _Unroutable(Exception):
+    """An event that could belong to more than one item: the stream cannot be read."""
 
 
 def _identity(item: dict[str, Any]) -> tuple[str | None, str | None]:
