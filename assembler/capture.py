@@ -74,6 +74,10 @@ class ProviderEvent(NamedTuple):
     #: ``data_before_event``, ``done_variant`` (``[DONE]`` with extra whitespace), and
     #: ``truncated_frame`` (event stream: input ended inside a frame; ``data`` is None).
     framing: tuple[str, ...] = ()
+    #: The payload text ``data`` was parsed from (None for events built in memory). The
+    #: envelope parse keeps the last of duplicate keys; an adapter re-checks this text
+    #: strictly, only for the rare event that carries argument text as a JSON value.
+    raw: str | None = None
 
 
 def _where(name: str, line: int, offset: int) -> str:
@@ -87,7 +91,7 @@ def _parse_payload(
         variant = ("done_variant",) if text != DONE else ()
         return ProviderEvent(event, DONE, line, offset, framing=framing + variant)
     try:
-        return ProviderEvent(event, json.loads(text), line, offset, framing=framing)
+        return ProviderEvent(event, json.loads(text), line, offset, framing=framing, raw=text)
     except (json.JSONDecodeError, RecursionError) as exc:
         if isinstance(exc, json.JSONDecodeError):
             msg = f"{exc.msg.removesuffix(' at')} at character {exc.pos} of the event data"
@@ -248,11 +252,12 @@ class _EventStreamReader:
             return ProviderEvent(None, None, line, offset, f"{self._where()}: {kind_header} header missing")
         payload: bytes = message.payload
         try:
-            body = json.loads(payload.decode("utf-8")) if payload else {}
+            text = payload.decode("utf-8")
+            body = json.loads(text) if payload else {}
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8" if isinstance(exc, UnicodeDecodeError) else "nesting too deep"
             return ProviderEvent(kind, None, line, offset, f"{self._where()}: {kind} payload is not JSON ({msg})")
-        return ProviderEvent(kind, {kind: body}, line, offset)
+        return ProviderEvent(kind, {kind: body}, line, offset, raw=text or None)
 
 
 def _chain(head: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:

@@ -156,12 +156,6 @@ def test_interleaved_ids_at_one_index_give_one_result_per_id() -> None:
 # ------------------------------------------------------------------ strictness
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: arguments that arrive as a JSON *value* (Gemini functionCall.args always, Anthropic content_block_start "
-    "input, OpenAI arguments-as-object) are parsed by capture._parse_payload's json.loads, which keeps the last of "
-    "duplicate keys; re-serialised, they pass strict_loads and commit {'cmd': 'rm -rf /'}",
-)
 @pytest.mark.parametrize("dialect", ["anthropic", "gemini", "openai-chat"])
 def test_duplicate_keys_in_json_valued_arguments_never_commit(dialect: str) -> None:
     dup = '{"cmd":"ls","cmd":"rm -rf /"}'

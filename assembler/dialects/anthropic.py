@@ -12,6 +12,10 @@ server``): assembled and shown, never executed by the client, no result owed. A 
 whose ``input`` arrives whole (in ``content_block_start`` or in
 ``message_start.message.content``) with no deltas uses that input. Several consecutive
 ``message_start`` events in one input are several streams.
+
+Argument text that arrives as a JSON value (a whole ``input``, or a ``partial_json`` that
+is not a string) is judged as its JSON text; the envelope parse keeps the last of duplicate
+keys, so the event's own text is re-checked strictly (:func:`.base.check_strict`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from ..capture import ProviderEvent
 from ..model import (
     ArgsFragment,
     BlockStop,
+    CallKey,
     CallStart,
     Executor,
     Op,
@@ -32,6 +37,7 @@ from ..model import (
     StreamStart,
     StreamTruncated,
 )
+from .base import check_strict
 from .blocks import BlockKeys
 
 TOOL_BLOCKS: dict[str, Executor] = {"tool_use": "client", "server_tool_use": "server", "mcp_tool_use": "server"}
@@ -60,15 +66,17 @@ class AnthropicAdapter:
                 if key is None:
                     return [Quirk("input_json_delta_for_non_tool_block")]
                 fragment = delta.get("partial_json")
-                return [ArgsFragment(key, fragment)] if fragment.__class__ is str and fragment else []
+                if fragment.__class__ is str:
+                    return [ArgsFragment(key, fragment)] if fragment else []
+                return _json_valued_fragment(key, fragment, event)
             return []
         if kind == "message_start":
-            return self._message_start(data)
+            return self._message_start(data, event)
         if kind == "error":
             self._ended = True
             return [StreamError(_error_detail(data.get("error")))]
         if kind == "content_block_start":
-            return self._block_start(data.get("index"), data.get("content_block"))
+            return self._block_start(data.get("index"), data.get("content_block"), event)
         if kind == "content_block_stop":
             key = self._blocks.stop(data.get("index"))
             return [BlockStop(key)] if key is not None else []
@@ -84,7 +92,7 @@ class AnthropicAdapter:
             return [StreamTruncated("input ended before message_stop")]
         return []
 
-    def _message_start(self, data: dict[str, Any]) -> list[Op]:
+    def _message_start(self, data: dict[str, Any], event: ProviderEvent) -> list[Op]:
         ops: list[Op] = []
         if self._started and not self._ended:
             ops.append(StreamTruncated("a new message_start arrived before message_stop"))
@@ -95,14 +103,14 @@ class AnthropicAdapter:
         content = message.get("content")
         if isinstance(content, list):
             for index, block in enumerate(content):
-                started = self._block_start(index, block)
+                started = self._block_start(index, block, event)
                 ops.extend(started)
                 key = self._blocks.stop(index) if started else None
                 if key is not None:
                     ops.append(BlockStop(key))
         return ops
 
-    def _block_start(self, index: Any, block: Any) -> list[Op]:
+    def _block_start(self, index: Any, block: Any, event: ProviderEvent) -> list[Op]:
         if not isinstance(index, int) or not isinstance(block, dict):
             return []
         executor = TOOL_BLOCKS.get(block.get("type", ""))
@@ -116,9 +124,20 @@ class AnthropicAdapter:
         ops: list[Op] = []
         key, clash = self._blocks.start(index, call_id, ops)
         ops.append(CallStart(key, call_id, name, executor, whole_text))
+        if whole_text is not None:  # the event's parse may have hidden a duplicate key in ``input``
+            check_strict(key, event, ops)
         if clash:
             ops.append(StreamError(f"content block {index} started again before its content_block_stop"))
         return ops
+
+
+def _json_valued_fragment(key: CallKey, value: Any, event: ProviderEvent) -> list[Op]:
+    """``partial_json`` given as a JSON value, not a string: judged as that JSON text."""
+    if value is None:
+        return []
+    ops: list[Op] = [Quirk("arguments_as_json_value"), ArgsFragment(key, json.dumps(value, ensure_ascii=False))]
+    check_strict(key, event, ops)
+    return ops
 
 
 def _error_detail(error: Any) -> str:

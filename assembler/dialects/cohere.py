@@ -12,15 +12,19 @@ Calls are keyed by the event ``index`` (``(index,)``; see :mod:`.blocks` for an 
 started twice: a later call there gets its own key). ``tool-call-end`` is the block
 stop, ``message-end`` the normal end; ``finish_reason: ERROR`` (or a ``delta.error``) is
 a provider error. ``MAX_TOKENS`` while a call has not reached ``tool-call-end`` is a
-truncation.
+truncation. ``function.arguments`` given as a JSON value instead of a string is judged as
+that JSON text (quirk ``arguments_as_json_value``), after a strict re-check of its event
+(:func:`.base.check_strict`), never dropped.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..capture import ProviderEvent
 from ..model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
+from .base import check_strict
 from .blocks import BlockKeys
 
 
@@ -48,13 +52,14 @@ class CohereAdapter:
             ops.append(StreamStart({"message_id": data.get("id")}))
             return ops
         if kind == "tool-call-start":
-            return self._start(data)
+            return self._start(data, event)
         if kind == "tool-call-delta":
             key = self._key(data)
             if key is None:
                 return [Quirk("tool_call_delta_without_call")]
-            text = _function(data).get("arguments")
-            return [ArgsFragment(key, text)] if isinstance(text, str) and text else []
+            ops = []
+            _arguments(key, _function(data).get("arguments"), event, ops)
+            return ops
         if kind == "tool-call-end":
             key = self._key(data)
             if key is None:
@@ -75,7 +80,7 @@ class CohereAdapter:
             return []
         return [StreamTruncated("input ended before message-end")]
 
-    def _start(self, data: dict[str, Any]) -> list[Op]:
+    def _start(self, data: dict[str, Any], event: ProviderEvent) -> list[Op]:
         index = data.get("index")
         if not isinstance(index, int) or isinstance(index, bool):
             index = max(self._blocks.current, default=-1) + 1  # no index: the next position
@@ -91,9 +96,7 @@ class CohereAdapter:
         if clash:
             ops.append(StreamError(f"tool call {index} started again before its tool-call-end"))
             return ops
-        text = fn.get("arguments")
-        if isinstance(text, str) and text:
-            ops.append(ArgsFragment(key, text))
+        _arguments(key, fn.get("arguments"), event, ops)
         return ops
 
     def _key(self, data: dict[str, Any]) -> CallKey | None:
@@ -113,6 +116,18 @@ class CohereAdapter:
         if reason == "MAX_TOKENS" and self._open:
             return [StreamTruncated("message-end MAX_TOKENS before tool-call-end")]
         return [StreamEnd(f"message-end {reason}" if reason else "message-end")]
+
+
+def _arguments(key: CallKey, value: Any, event: ProviderEvent, ops: list[Op]) -> None:
+    """``function.arguments`` of a start or delta: a string fragment, or a JSON value judged
+    as its JSON text (after a strict re-check of the event that carried it)."""
+    if isinstance(value, str):
+        if value:
+            ops.append(ArgsFragment(key, value))
+    elif value is not None:
+        ops.append(Quirk("arguments_as_json_value"))
+        ops.append(ArgsFragment(key, json.dumps(value, ensure_ascii=False)))
+        check_strict(key, event, ops)
 
 
 def _tool_call(data: dict[str, Any]) -> dict[str, Any]:

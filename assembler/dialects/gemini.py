@@ -30,6 +30,11 @@ only once the object is complete, and counting the same text that the latch pars
 ``max_tool_argument_bytes`` meaning the same for every dialect. The byte limit therefore
 applies at the call's end, not while values stream in. A streamed call still open at
 ``finishReason: MAX_TOKENS`` is truncated (an object built from a cut stream parses).
+
+Strictness: ``args`` and ``partialArgs`` values arrive parsed with their chunk, which keeps
+the last of duplicate keys and accepts ``NaN``; a chunk carrying them is re-read strictly
+(:func:`.base.strictness_fault`, once per chunk) and, when it is not strict JSON, each call
+it carried values for fails ``invalid_json``.
 """
 
 from __future__ import annotations
@@ -41,7 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..capture import ProviderEvent
-from ..model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamTruncated
+from ..model import ArgsFragment, ArgsNotStrict, BlockStop, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamTruncated
+from .base import strictness_fault
 
 _VALUE_FIELDS = ("numberValue", "boolValue", "nullValue")
 _SEGMENT = re.compile(r"""\.([^\W\d][\w-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
@@ -98,6 +104,7 @@ class GeminiAdapter:
             return []  # usage-only or metadata chunk
         ops: list[Op] = []
         truncated = False
+        strict = _Strictness(event)
         for position, candidate in enumerate(candidates):
             if not isinstance(candidate, dict):
                 continue
@@ -108,7 +115,7 @@ class GeminiAdapter:
             try:
                 for part in parts:
                     if isinstance(part, dict) and isinstance(part.get("functionCall"), dict):
-                        self._function_call(ci, part["functionCall"], ops)
+                        self._function_call(ci, part["functionCall"], ops, strict)
             except PartialArgsError as exc:
                 self._ended = True
                 ops.append(StreamError(f"candidate {ci}: {exc}"))
@@ -141,7 +148,7 @@ class GeminiAdapter:
 
     # ------------------------------------------------------------------ calls
 
-    def _function_call(self, ci: int, fc: dict[str, Any], ops: list[Op]) -> None:
+    def _function_call(self, ci: int, fc: dict[str, Any], ops: list[Op], strict: _Strictness) -> None:
         name = fc.get("name") if isinstance(fc.get("name"), str) and fc.get("name") else None
         fc_id = fc.get("id") if isinstance(fc.get("id"), str) and fc.get("id") else None
         streamed = self._open.get(ci)
@@ -149,6 +156,8 @@ class GeminiAdapter:
             fc_id is None or streamed.provider_id in (None, fc_id)
         ):  # a continuation: no name, no whole args, no other call's id
             self._apply_all(streamed.args, fc.get("partialArgs"), ops)
+            if fc.get("partialArgs"):
+                strict.check(streamed.key, ops)
             if fc.get("willContinue") is not True:
                 if fc.get("partialArgs"):
                     ops.append(Quirk("last_partial_args_without_terminator"))
@@ -178,6 +187,8 @@ class GeminiAdapter:
             args = {}
         self._open[ci] = _Streamed(key, fc_id, copy.deepcopy(args) if args else {})  # never mutate the event
         self._apply_all(self._open[ci].args, fc.get("partialArgs"), ops)
+        if args or fc.get("partialArgs"):
+            strict.check(key, ops)
         if fc.get("willContinue") is not True:
             self._close(ci, ops)
 
@@ -197,6 +208,23 @@ class GeminiAdapter:
             if not isinstance(entry, dict):
                 raise PartialArgsError("partialArgs entry is not an object")
             apply_partial_arg(args, entry, ops)
+
+
+class _Strictness:
+    """The strict re-check of one chunk (see :func:`.base.strictness_fault`), made at most
+    once however many calls the chunk carries values for."""
+
+    __slots__ = ("_event", "_fault", "_done")
+
+    def __init__(self, event: ProviderEvent) -> None:
+        self._event, self._fault, self._done = event, None, False
+
+    def check(self, key: CallKey, ops: list[Op]) -> None:
+        """Append :class:`~assembler.model.ArgsNotStrict` for ``key`` if the chunk is not strict."""
+        if not self._done:
+            self._fault, self._done = strictness_fault(self._event), True
+        if self._fault is not None:
+            ops.append(ArgsNotStrict(key, self._fault))
 
 
 def apply_partial_arg(args: dict[str, Any], entry: dict[str, Any], ops: list[Op]) -> None:

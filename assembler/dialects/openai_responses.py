@@ -29,6 +29,10 @@ arrived they stay authoritative; a ``.done`` text that differs from their concat
 recorded as quirk ``done_arguments_differ``. The comparison keeps a running SHA-256 of
 the deltas, not a second copy of the (possibly secret, possibly huge) text.
 
+``arguments`` given as a JSON value instead of a string (in ``output_item.added``/``.done``
+or ``.done``) is judged as its JSON text (quirk ``arguments_as_json_value``), after a strict
+re-check of the event that carried it (:func:`.base.check_strict`).
+
 Custom tools: the latch accepts only a JSON object, so free-text input is carried as
 ``{"input": <text>}``: the adapter sends ``{"input":"`` then each delta JSON-*escaped*
 (encoding, never parsing) and ``"}`` when the item ends. Quirk ``custom_tool_input_wrapped``
@@ -58,6 +62,7 @@ from ..model import (
     StreamStart,
     StreamTruncated,
 )
+from .base import check_strict
 
 #: Output item types that are tool calls, and who runs them.
 TOOL_ITEMS: dict[str, Executor] = {"function_call": "client", "custom_tool_call": "client", "mcp_call": "server"}
@@ -107,25 +112,25 @@ class OpenAIResponsesAdapter:
             return [Quirk("non_object_event")]
         kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
         try:
-            return self._event(kind, data)
+            return self._event(kind, data, event)
         except _Unroutable as exc:
             self._ended = True
             return [StreamError(str(exc))]
 
-    def _event(self, kind: str, data: dict[str, Any]) -> list[Op]:
+    def _event(self, kind: str, data: dict[str, Any], event: ProviderEvent) -> list[Op]:
         if kind == "response.created":
             return self._response_created(data)
         if kind == "response.output_item.added":
-            return self._item_added(data)
+            return self._item_added(data, event)
         if kind in _DELTAS:
             return self._delta(data, _DELTAS[kind])
         if kind in _DONES:
             item_kind, field_name = _DONES[kind]
             ops: list[Op] = []
             item = self._find(data, item_kind, ops, quiet=True)
-            return ops + self._settle(item, data.get(field_name)) if item is not None else [Quirk("done_for_unknown_item")]
+            return ops + self._settle(item, data.get(field_name), event) if item is not None else [Quirk("done_for_unknown_item")]
         if kind == "response.output_item.done":
-            return self._item_done(data)
+            return self._item_done(data, event)
         if kind == "response.completed":
             return self._finish(StreamEnd("response.completed"))
         if kind == "response.incomplete":
@@ -156,7 +161,7 @@ class OpenAIResponsesAdapter:
         ops.append(StreamStart({"response_id": response.get("id"), "model": response.get("model")}))
         return ops
 
-    def _item_added(self, data: dict[str, Any]) -> list[Op]:
+    def _item_added(self, data: dict[str, Any], event: ProviderEvent) -> list[Op]:
         item, index = data.get("item"), data.get("output_index")
         if not isinstance(item, dict) or item.get("type") not in TOOL_ITEMS:
             return []
@@ -167,7 +172,7 @@ class OpenAIResponsesAdapter:
         if isinstance(item_id, str) and item_id in self._by_item_id:
             ops.append(Quirk("output_item_added_repeated"))  # the same item again: not a new call
             return ops
-        self._start(item, index, ops)
+        self._start(item, index, ops, event)
         return ops
 
     def _delta(self, data: dict[str, Any], kind: str) -> list[Op]:
@@ -189,7 +194,7 @@ class OpenAIResponsesAdapter:
             ops.append(ArgsFragment(item.key, text))
         return ops
 
-    def _item_done(self, data: dict[str, Any]) -> list[Op]:
+    def _item_done(self, data: dict[str, Any], event: ProviderEvent) -> list[Op]:
         item_obj, index = data.get("item"), data.get("output_index")
         if not isinstance(item_obj, dict) or item_obj.get("type") not in TOOL_ITEMS:
             return []
@@ -199,7 +204,7 @@ class OpenAIResponsesAdapter:
             if not isinstance(index, int) or isinstance(index, bool):
                 return [StreamError(f"{item_obj['type']} item done without an integer output_index")]
             ops.append(Quirk("output_item_done_without_added"))
-            item = self._start(item_obj, index, ops)
+            item = self._start(item_obj, index, ops, event)
         else:
             call_id, name = _identity(item_obj)
             new_id = call_id if call_id and not item.call_id else None
@@ -209,7 +214,7 @@ class OpenAIResponsesAdapter:
                 ops.append(CallIdentity(item.key, new_id, new_name))
         field_name = "input" if item.kind == "custom_tool_call" else "arguments"
         if not item.settled:
-            ops.extend(self._settle(item, item_obj.get(field_name)))
+            ops.extend(self._settle(item, item_obj.get(field_name), event))
         ops.extend(self._stop(item))
         return ops
 
@@ -226,7 +231,7 @@ class OpenAIResponsesAdapter:
 
     # ------------------------------------------------------------------ helpers
 
-    def _start(self, item_obj: dict[str, Any], index: int, ops: list[Op]) -> _Item:
+    def _start(self, item_obj: dict[str, Any], index: int, ops: list[Op], event: ProviderEvent | None = None) -> _Item:
         kind = item_obj["type"]
         call_id, name = _identity(item_obj)
         used = self._at_index.setdefault(index, [])
@@ -239,8 +244,11 @@ class OpenAIResponsesAdapter:
         self._items[key] = item
         if item_id is not None:
             self._by_item_id[item_id] = key
-        whole = _whole_text(kind, item_obj.get("input" if kind == "custom_tool_call" else "arguments"), ops)
+        value = item_obj.get("input" if kind == "custom_tool_call" else "arguments")
+        whole = _whole_text(kind, value, ops)
         ops.append(CallStart(key, call_id, name, TOOL_ITEMS[kind], whole))
+        if whole is not None and not isinstance(value, str) and event is not None:
+            check_strict(key, event, ops)  # the event's parse may have hidden a duplicate key
         if kind == "custom_tool_call":
             ops.append(Quirk("custom_tool_input_wrapped"))
         return item
@@ -281,13 +289,14 @@ class OpenAIResponsesAdapter:
         ops.append(Quirk("delta_before_output_item_added"))
         return self._start({"type": kind, "id": item_id}, index, ops)
 
-    def _settle(self, item: _Item, text: Any) -> list[Op]:
+    def _settle(self, item: _Item, text: Any, event: ProviderEvent) -> list[Op]:
         """Use or compare a ``.done`` text (see the module docstring)."""
         ops: list[Op] = []
         if item.settled or item.stopped:
             return ops
         item.settled = True
-        if isinstance(text, (dict, list)) and item.kind != "custom_tool_call":
+        json_value = text is not None and not isinstance(text, str) and item.kind != "custom_tool_call"
+        if json_value:
             ops.append(Quirk("arguments_as_json_value"))
             text = json.dumps(text, ensure_ascii=False)
         if not isinstance(text, str):
@@ -297,6 +306,8 @@ class OpenAIResponsesAdapter:
                 ops.append(Quirk("arguments_only_in_done"))
                 wrapped = _WRAP_OPEN + _escape(text) + _WRAP_CLOSE if item.kind == "custom_tool_call" else text
                 ops.append(ArgsFragment(item.key, wrapped))
+                if json_value:
+                    check_strict(item.key, event, ops)  # the event's parse may have hidden a duplicate key
         elif hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest() != item.digest.digest():
             ops.append(Quirk("done_arguments_differ"))
         return ops
@@ -323,7 +334,7 @@ def _identity(item: dict[str, Any]) -> tuple[str | None, str | None]:
 
 
 def _whole_text(kind: str, value: Any, ops: list[Op]) -> str | None:
-    if isinstance(value, (dict, list)) and kind != "custom_tool_call":
+    if value is not None and not isinstance(value, str) and kind != "custom_tool_call":
         ops.append(Quirk("arguments_as_json_value"))
         return json.dumps(value, ensure_ascii=False)
     if not isinstance(value, str) or not value:
