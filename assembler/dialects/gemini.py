@@ -204,10 +204,13 @@ class GeminiAdapter:
             return
         if not isinstance(entries, list):
             raise PartialArgsError("partialArgs is not a list")
-        for entry in entries:
-            if not isinstance(entry, dict):
-                raise PartialArgsError("partialArgs entry is not an object")
-            apply_partial_arg(args, entry, ops)
+        for n, entry in enumerate(entries):
+            try:
+                if not isinstance(entry, dict):
+                    raise PartialArgsError(f"entry is a JSON {_json_type(entry)}, not an object")
+                apply_partial_arg(args, entry, ops)
+            except PartialArgsError as exc:
+                raise PartialArgsError(f"partialArgs[{n}]: {exc}") from None
 
 
 class _Strictness:
@@ -228,32 +231,37 @@ class _Strictness:
 
 
 def apply_partial_arg(args: dict[str, Any], entry: dict[str, Any], ops: list[Op]) -> None:
-    """Apply one ``partialArgs`` entry to ``args`` in place (values only, never argument text)."""
+    """Apply one ``partialArgs`` entry to ``args`` in place (values only, never argument text).
+
+    Raises :class:`PartialArgsError` when the entry cannot be applied; its text names
+    positions (jsonPath segment numbers, characters) and JSON type names, never a member
+    name or a value: the path's names are argument keys.
+    """
     path = parse_json_path(entry.get("jsonPath"))
     if "stringValue" in entry:
         value: Any = entry["stringValue"]
         if not isinstance(value, str):
-            raise PartialArgsError(f"stringValue at {entry.get('jsonPath')} is not a string")
+            raise PartialArgsError(f"stringValue is a JSON {_json_type(value)}, not a string")
     else:
         present = [f for f in _VALUE_FIELDS if f in entry]
         if not present:
             return  # a bare {jsonPath, willContinue} marker
         value = None if present[0] == "nullValue" else entry[present[0]]
     container: Any = args
-    for segment, following in zip(path, path[1:]):
-        child = _get(container, segment)
+    for depth, (segment, following) in enumerate(zip(path, path[1:]), 1):
+        child = _get(container, segment, depth)
         if child is _MISSING:
             child = [] if isinstance(following, int) else {}
             _set(container, segment, child, ops)
         container = child
     leaf = path[-1]
+    existing = _get(container, leaf, len(path))  # also checks the container's type
     if "stringValue" in entry:
-        existing = _get(container, leaf)
         if isinstance(existing, _Text):
             existing.pieces.append(value)
             return
         if existing is not _MISSING:
-            raise PartialArgsError(f"stringValue at {entry.get('jsonPath')} continues a non-string value")
+            raise PartialArgsError(f"stringValue continues a JSON {_json_type(existing)}, not a string")
         value = _Text(value)
     _set(container, leaf, value, ops)
 
@@ -261,7 +269,7 @@ def apply_partial_arg(args: dict[str, Any], entry: dict[str, Any], ops: list[Op]
 def parse_json_path(path: Any) -> list[str | int]:
     """``$.a.b[0]['c d']`` → ``["a", "b", 0, "c d"]`` (the RFC 9535 singular-query subset)."""
     if not isinstance(path, str) or not path.startswith("$"):
-        raise PartialArgsError("partialArgs entry without a jsonPath starting with $")
+        raise PartialArgsError("no jsonPath starting with $")
     segments: list[str | int] = []
     pos = 1
     while pos < len(path):
@@ -281,14 +289,26 @@ def parse_json_path(path: Any) -> list[str | int]:
     return segments
 
 
-def _get(container: Any, segment: str | int) -> Any:
+def _get(container: Any, segment: str | int, depth: int) -> Any:
+    """``container[segment]`` or ``_MISSING``; ``depth`` numbers the segment for errors."""
     if isinstance(segment, int):
         if not isinstance(container, list):
-            raise PartialArgsError(f"array index [{segment}] into a non-array")
+            raise PartialArgsError(f"jsonPath segment {depth} indexes a JSON {_json_type(container)}, not an array")
         return container[segment] if segment < len(container) else _MISSING
     if not isinstance(container, dict):
-        raise PartialArgsError(f"member .{segment} of a non-object")
+        raise PartialArgsError(f"jsonPath segment {depth} names a member of a JSON {_json_type(container)}, not an object")
     return container.get(segment, _MISSING)
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type name of a value being built (a :class:`_Text` is a string)."""
+    if isinstance(value, (str, _Text)):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {dict: "object", list: "array"}.get(type(value), "null" if value is None else "value")
 
 
 def _set(container: Any, segment: str | int, value: Any, ops: list[Op]) -> None:
