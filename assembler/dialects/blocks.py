@@ -14,7 +14,9 @@ one buffer:
   other. The new call still gets its own key (so it is answered), and the adapter ends the
   stream with :class:`~assembler.model.StreamError`, which fails every open call. A start
   repeating the open call's own non-empty id is the same call started twice (the key is
-  returned again and the assembler records ``call_start_repeated``).
+  returned again and the assembler records ``call_start_repeated``). A start after the
+  block stop is a new call even with the same id; the latch then fails both (one
+  ``tool_call_id`` for two calls).
 """
 
 from __future__ import annotations
