@@ -18,11 +18,12 @@ from collections.abc import Callable
 from typing import Any
 
 from .config import DEFAULT_CONFIG, AssembleConfig
-from .finalize import check_arguments
+from .finalize import Verdict, check_arguments
 from .jsonprefix import diagnose
 from .metrics import Metrics
 from .model import (
     ArgsFragment,
+    ArgsNotStrict,
     BlockStop,
     CallIdentity,
     CallKey,
@@ -192,6 +193,10 @@ class Assembler:
             self._identity(op, out)
         elif isinstance(op, ArgsFragment):
             self._fragment(op, out)
+        elif isinstance(op, ArgsNotStrict):
+            call = self._calls.get(self._alias.get(op.key, op.key))
+            if call is not None and call.not_strict is None:
+                call.not_strict = op.problem  # judged at the latch: invalid_json
         elif isinstance(op, BlockStop):
             call = self._calls.get(self._alias.get(op.key, op.key))
             if call is not None and call.machine.state is CallState.OPEN:
@@ -334,13 +339,16 @@ class Assembler:
             text = call.whole_arguments or ""
         call.buffer = None
         registry = self.registry if call.executor == "client" else None
-        verdict = check_arguments(
-            text,
-            call.name,
-            registry=registry,
-            must_be_object=self.config.arguments_must_be_object,
-            reveal=self.reveal,
-        )
+        if call.not_strict is not None:
+            verdict = Verdict(None, Reason.INVALID_JSON.with_detail(call.not_strict))
+        else:
+            verdict = check_arguments(
+                text,
+                call.name,
+                registry=registry,
+                must_be_object=self.config.arguments_must_be_object,
+                reveal=self.reveal,
+            )
         if self.metrics is not None:
             self.metrics.call_finalized(self.dialect, call.name, call.bytes)
         if verdict.reason is not None:

@@ -86,6 +86,7 @@ class CallRecord:
     transitions: list[Transition] = field(default_factory=list)
     last_activity: float = 0.0  # seconds since stream start: call start or last fragment
     repaired: bool = False  # dropped from history by drop_with_protocol_repair
+    not_strict: str | None = None  # an event that carried its arguments was not strict JSON
 
     def view(self) -> CallView:
         return CallView(

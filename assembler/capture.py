@@ -74,10 +74,25 @@ class ProviderEvent(NamedTuple):
     #: ``data_before_event``, ``done_variant`` (``[DONE]`` with extra whitespace), and
     #: ``truncated_frame`` (event stream: input ended inside a frame; ``data`` is None).
     framing: tuple[str, ...] = ()
+    #: The payload text ``data`` was parsed from (None for events built in memory). The
+    #: envelope parse keeps the last of duplicate keys; an adapter re-checks this text
+    #: strictly, only for the rare event that carries argument text as a JSON value.
+    raw: str | None = None
 
 
 #: ``json.loads`` without its per-call checks: the envelope parse runs once per event.
 _raw_decode = json.JSONDecoder().raw_decode
+
+
+def _json_problem(exc: BaseException) -> str:
+    """What is wrong with a payload ``json.loads`` refused, without quoting it: the
+    decoder's message, or for the other errors it raises (an integer over Python's digit
+    limit is a plain ValueError; deep nesting a RecursionError) a fixed description."""
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg.removesuffix(" at")
+    if isinstance(exc, RecursionError):
+        return "nesting too deep"
+    return "a number too long to convert"
 
 
 def _where(name: str, line: int, offset: int) -> str:
@@ -97,12 +112,11 @@ def _parse_payload(
             end = -1
         if end != len(text):  # whitespace around it, or an error to report: the full parse
             value = json.loads(text)
-        return ProviderEvent(event, value, line, offset, framing=framing)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        return ProviderEvent(event, value, line, offset, framing=framing, raw=text)
+    except (ValueError, RecursionError) as exc:
+        msg = _json_problem(exc)
         if isinstance(exc, json.JSONDecodeError):
-            msg = f"{exc.msg.removesuffix(' at')} at character {exc.pos} of the event data"
-        else:
-            msg = "nesting too deep"
+            msg = f"{msg} at character {exc.pos} of the event data"
         where = _where(name, line, offset)
         return ProviderEvent(event, None, line, offset, f"{where}: event data is not JSON ({msg})", framing)
 
@@ -258,11 +272,12 @@ class _EventStreamReader:
             return ProviderEvent(None, None, line, offset, f"{self._where()}: {kind_header} header missing")
         payload: bytes = message.payload
         try:
-            body = json.loads(payload.decode("utf-8")) if payload else {}
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8" if isinstance(exc, UnicodeDecodeError) else "nesting too deep"
+            text = payload.decode("utf-8")
+            body = json.loads(text) if payload else {}
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError too
+            msg = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else _json_problem(exc)
             return ProviderEvent(kind, None, line, offset, f"{self._where()}: {kind} payload is not JSON ({msg})")
-        return ProviderEvent(kind, {kind: body}, line, offset)
+        return ProviderEvent(kind, {kind: body}, line, offset, raw=text or None)
 
 
 def _chain(head: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:

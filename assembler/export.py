@@ -252,7 +252,7 @@ def redact_events(events: Iterable[ProviderEvent], dialect: str | None = None) -
         if data != DONE and isinstance(data, dict) and dialect in _DIALECT_METHOD:
             data = json.loads(json.dumps(data))  # a private copy to rewrite
             getattr(redactor, _DIALECT_METHOD[dialect])(data)
-        out.append(event._replace(data=data))
+        out.append(event._replace(data=data, raw=None))  # the original text is not redacted
     return out
 
 

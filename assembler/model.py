@@ -114,6 +114,22 @@ class ArgsFragment:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class ArgsNotStrict:
+    """The call at ``key`` got argument text from an event that is not strict JSON.
+
+    Arguments that arrive as a JSON *value* (Gemini ``functionCall.args``, an Anthropic
+    ``content_block_start`` ``input``, OpenAI ``arguments`` given as an object) are parsed
+    with their event, which keeps the last of duplicate keys, so the text made from them
+    no longer shows the fault. ``problem`` names it (``duplicate object key``, a
+    non-standard constant, a lone surrogate) without quoting the text; the latch fails the
+    call ``invalid_json``.
+    """
+
+    key: CallKey
+    problem: str
+
+
 @dataclass(slots=True)
 class BlockStop:
     """The provider closed the call's block (Anthropic ``content_block_stop``)."""
@@ -161,6 +177,7 @@ Op: TypeAlias = (
     | CallStart
     | CallIdentity
     | ArgsFragment
+    | ArgsNotStrict
     | BlockStop
     | StreamEnd
     | StreamTruncated

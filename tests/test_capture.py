@@ -152,3 +152,16 @@ def test_event_data_that_is_not_json_names_the_character(payload: str, where: st
     (event,) = read_capture(f"data: {payload}\n\n".encode(), "cap.sse")
     assert event.data is None and event.error is not None
     assert event.error.startswith("cap.sse:1 (byte 0): event data is not JSON") and where in event.error
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [('{"a": ' + "9" * 5000 + "}", "a number too long to convert"), ("[" * 100_000 + "]" * 100_000, "nesting too deep")],
+)
+def test_event_data_json_cannot_hold_is_an_error_event_not_a_crash(payload: str, problem: str) -> None:
+    before = 'data: {"ok": 1}\n\n'
+    events = read_capture(f"{before}data: {payload}\n\n".encode(), "cap.sse")
+    assert events[0].data == {"ok": 1}  # what was read before is kept
+    assert events[1].data is None and events[1].error is not None
+    assert events[1].error.startswith("cap.sse:3 (byte 17): event data is not JSON") and problem in events[1].error
+    assert "9999" not in events[1].error

@@ -178,7 +178,8 @@ def test_contradicting_partial_args_fail_the_stream() -> None:
               chunk(fc(partialArgs=[pa("$.a", numberValue=1)], willContinue=True)),
               chunk(fc(partialArgs=[pa("$.a[0]", stringValue="x")], willContinue=True)), STOP]
     result = run(chunks)
-    assert result.end == "error" and "non-array" in (result.end_detail or "")
+    assert result.end == "error"
+    assert result.end_detail == "candidate 0: partialArgs[0]: jsonPath segment 2 indexes a JSON number, not an array"
     assert result.calls[0].state is CallState.FAILED
 
 
@@ -252,3 +253,27 @@ def test_stray_terminator_without_a_call_is_only_a_quirk() -> None:
     result = run([chunk(fc()), chunk(fc(willContinue=True)), chunk(fc(name="a", id="i1")), STOP])
     assert [(c.call_id, c.state) for c in result.calls] == [("i1", CallState.COMMITTED)]
     assert result.quirks == {"function_call_part_without_call": 2}
+
+
+KEY, VALUE = "CANARYkey_5e1d", "CANARYvalue_9c2f"
+
+
+@pytest.mark.parametrize(
+    ("entries", "detail"),
+    [
+        ([pa(f"$.{KEY}", stringValue=7)], "partialArgs[0]: stringValue is a JSON number, not a string"),
+        ([pa(f"$.{KEY}", numberValue=1), pa(f"$.{KEY}", stringValue=VALUE)], "partialArgs[1]: stringValue continues a JSON number, not a string"),
+        ([pa(f"$.{KEY}", stringValue=VALUE), pa(f"$.{KEY}[0]", numberValue=1)], "partialArgs[1]: jsonPath segment 2 indexes a JSON string, not an array"),
+        ([pa(f"$.{KEY}", boolValue=True), pa(f"$.{KEY}.{KEY}", numberValue=1)], "partialArgs[1]: jsonPath segment 2 names a member of a JSON boolean, not an object"),
+        ([pa(f"$.{KEY}", nullValue=None), pa(f"$['{KEY}'][0]['{KEY}']", stringValue=VALUE)], "partialArgs[1]: jsonPath segment 2 indexes a JSON null, not an array"),
+        ([pa(f"$.{KEY}", numberValue=1), VALUE], "partialArgs[1]: entry is a JSON string, not an object"),
+        ([pa(f"$.{KEY}*", numberValue=1)], f"partialArgs[0]: unsupported jsonPath at character {2 + len(KEY)}"),
+    ],
+    ids=["string-not-string", "continues-non-string", "index-into-string", "member-of-boolean", "index-into-null", "entry-not-object", "bad-path"],
+)
+def test_partial_args_errors_name_positions_and_types_never_keys_or_values(entries: list[Any], detail: str) -> None:
+    result = run([chunk(fc(name="w", willContinue=True)), chunk(fc(partialArgs=entries, willContinue=True)), STOP])
+    assert result.end == "error" and result.end_detail == f"candidate 0: {detail}"
+    doc = json.dumps(result.to_json())
+    assert KEY not in doc and VALUE not in doc
+    assert (result.calls[0].reason or "").startswith("stream_error")

@@ -55,12 +55,6 @@ def every_client_call_is_answered(result: StreamResult, ids: set[str]) -> None:
 # ------------------------------------------------------------------ keying
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: OpenAI Responses keys calls by output_index only (openai_responses.py _start/_find): two function_call "
-    "items with distinct item ids at the same output_index share one assembler buffer, so call_A commits "
-    "{'cmd': 'ls', 'extra': {'cmd': 'rm -rf /'}} built from call_B's fragments and call_B gets no verdict and no result",
-)
 def test_responses_items_sharing_an_output_index_are_never_merged() -> None:
     item = lambda n, cid: {"type": "function_call", "id": f"fc_{n}", "call_id": cid, "name": "run", "arguments": ""}  # noqa: E731
     data = sse(
@@ -162,12 +156,6 @@ def test_interleaved_ids_at_one_index_give_one_result_per_id() -> None:
 # ------------------------------------------------------------------ strictness
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: arguments that arrive as a JSON *value* (Gemini functionCall.args always, Anthropic content_block_start "
-    "input, OpenAI arguments-as-object) are parsed by capture._parse_payload's json.loads, which keeps the last of "
-    "duplicate keys; re-serialised, they pass strict_loads and commit {'cmd': 'rm -rf /'}",
-)
 @pytest.mark.parametrize("dialect", ["anthropic", "gemini", "openai-chat"])
 def test_duplicate_keys_in_json_valued_arguments_never_commit(dialect: str) -> None:
     dup = '{"cmd":"ls","cmd":"rm -rf /"}'

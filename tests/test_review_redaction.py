@@ -98,11 +98,6 @@ def test_schema_failure_shows_no_argument_key_on_the_dashboard(tmp_path: Path) -
     assert [k for k, t in texts.items() if leaked(t, KEY_CANARY)] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Gemini partialArgs errors quote the jsonPath (argument keys) in the stream_error reason "
-    "(gemini.py apply_partial_arg: f'stringValue at {jsonPath} continues a non-string value')",
-)
 def test_gemini_partial_args_error_does_not_quote_argument_keys() -> None:
     def part(fc: dict[str, Any]) -> dict[str, Any]:
         return {"candidates": [{"content": {"parts": [{"functionCall": fc}]}}]}

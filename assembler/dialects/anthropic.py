@@ -5,12 +5,17 @@ per content block ``content_block_start`` / ``content_block_delta`` /
 ``content_block_stop`` → ``message_delta`` → ``message_stop``; tool input arrives as
 ``input_json_delta.partial_json`` fragments; an ``error`` event ends the stream.
 
-Calls are keyed by content-block ``index``. ``tool_use`` blocks are client calls;
+Calls are keyed by content-block ``index`` (see :mod:`.blocks` for an index started
+twice: a later call there gets its own key, never the earlier call's buffer). ``tool_use`` blocks are client calls;
 ``server_tool_use`` and ``mcp_tool_use`` blocks run on the provider (``executor:
 server``): assembled and shown, never executed by the client, no result owed. A block
 whose ``input`` arrives whole (in ``content_block_start`` or in
 ``message_start.message.content``) with no deltas uses that input. Several consecutive
 ``message_start`` events in one input are several streams.
+
+Argument text that arrives as a JSON value (a whole ``input``, or a ``partial_json`` that
+is not a string) is judged as its JSON text; the envelope parse keeps the last of duplicate
+keys, so the event's own text is re-checked strictly (:func:`.base.check_strict`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ..capture import ProviderEvent
 from ..model import (
     ArgsFragment,
     BlockStop,
+    CallKey,
     CallStart,
     Executor,
     Op,
@@ -31,6 +37,8 @@ from ..model import (
     StreamStart,
     StreamTruncated,
 )
+from .base import check_strict
+from .blocks import BlockKeys
 
 TOOL_BLOCKS: dict[str, Executor] = {"tool_use": "client", "server_tool_use": "server", "mcp_tool_use": "server"}
 
@@ -43,7 +51,7 @@ class AnthropicAdapter:
     def __init__(self) -> None:
         self._started = False
         self._ended = False
-        self._tool_blocks: set[int] = set()
+        self._blocks = BlockKeys()
 
     def feed(self, event: ProviderEvent) -> list[Op]:
         data = event.data
@@ -54,21 +62,24 @@ class AnthropicAdapter:
             delta = data.get("delta")
             if delta.__class__ is dict and delta.get("type") == "input_json_delta":
                 index = data.get("index")
-                if type(index) is not int or index not in self._tool_blocks:
+                key = self._blocks.current.get(index) if type(index) is int else None
+                if key is None:
                     return [Quirk("input_json_delta_for_non_tool_block")]
                 fragment = delta.get("partial_json")
-                return [ArgsFragment((index,), fragment)] if fragment.__class__ is str and fragment else []
+                if fragment.__class__ is str:
+                    return [ArgsFragment(key, fragment)] if fragment else []
+                return _json_valued_fragment(key, fragment, event)
             return []
         if kind == "message_start":
-            return self._message_start(data)
+            return self._message_start(data, event)
         if kind == "error":
             self._ended = True
             return [StreamError(_error_detail(data.get("error")))]
         if kind == "content_block_start":
-            return self._block_start(data.get("index"), data.get("content_block"))
-        index = data.get("index") if isinstance(data.get("index"), int) else None
+            return self._block_start(data.get("index"), data.get("content_block"), event)
         if kind == "content_block_stop":
-            return [BlockStop((index,))] if index in self._tool_blocks else []
+            key = self._blocks.stop(data.get("index"))
+            return [BlockStop(key)] if key is not None else []
         if kind == "message_stop":
             if self._ended:
                 return [Quirk("message_stop_repeated")]
@@ -81,35 +92,52 @@ class AnthropicAdapter:
             return [StreamTruncated("input ended before message_stop")]
         return []
 
-    def _message_start(self, data: dict[str, Any]) -> list[Op]:
+    def _message_start(self, data: dict[str, Any], event: ProviderEvent) -> list[Op]:
         ops: list[Op] = []
         if self._started and not self._ended:
             ops.append(StreamTruncated("a new message_start arrived before message_stop"))
         self._started, self._ended = True, False
-        self._tool_blocks = set()
+        self._blocks = BlockKeys()
         message = data.get("message") if isinstance(data.get("message"), dict) else {}
         ops.append(StreamStart({"message_id": message.get("id"), "model": message.get("model")}))
         content = message.get("content")
         if isinstance(content, list):
             for index, block in enumerate(content):
-                started = self._block_start(index, block)
+                started = self._block_start(index, block, event)
                 ops.extend(started)
-                if started:
-                    ops.append(BlockStop((index,)))
+                key = self._blocks.stop(index) if started else None
+                if key is not None:
+                    ops.append(BlockStop(key))
         return ops
 
-    def _block_start(self, index: Any, block: Any) -> list[Op]:
+    def _block_start(self, index: Any, block: Any, event: ProviderEvent) -> list[Op]:
         if not isinstance(index, int) or not isinstance(block, dict):
             return []
         executor = TOOL_BLOCKS.get(block.get("type", ""))
         if executor is None:
+            self._blocks.release(index)
             return []
-        self._tool_blocks.add(index)
         whole = block.get("input")
         whole_text = json.dumps(whole, ensure_ascii=False) if whole not in (None, {}) else None
         call_id = block.get("id") if isinstance(block.get("id"), str) else None
         name = block.get("name") if isinstance(block.get("name"), str) else None
-        return [CallStart((index,), call_id, name, executor, whole_text)]
+        ops: list[Op] = []
+        key, clash = self._blocks.start(index, call_id, ops)
+        ops.append(CallStart(key, call_id, name, executor, whole_text))
+        if whole_text is not None:  # the event's parse may have hidden a duplicate key in ``input``
+            check_strict(key, event, ops)
+        if clash:
+            ops.append(StreamError(f"content block {index} started again before its content_block_stop"))
+        return ops
+
+
+def _json_valued_fragment(key: CallKey, value: Any, event: ProviderEvent) -> list[Op]:
+    """``partial_json`` given as a JSON value, not a string: judged as that JSON text."""
+    if value is None:
+        return []
+    ops: list[Op] = [Quirk("arguments_as_json_value"), ArgsFragment(key, json.dumps(value, ensure_ascii=False))]
+    check_strict(key, event, ops)
+    return ops
 
 
 def _error_detail(error: Any) -> str:

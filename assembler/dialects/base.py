@@ -1,7 +1,8 @@
 """What every dialect adapter is: provider events in, provider-independent ops out.
 
 An adapter is a thin translation. It knows the provider's wire format and nothing of
-states, latches or limits; it never parses argument text.
+states, latches or limits; it never parses argument text. The one exception is
+:func:`strictness_fault`, for argument text that arrived as a JSON value.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..capture import ProviderEvent
-from ..model import Op
+from ..finalize import StrictJSONError, strict_loads
+from ..model import ArgsNotStrict, CallKey, Op
 
 
 class DialectAdapter(Protocol):
@@ -20,3 +22,33 @@ class DialectAdapter(Protocol):
     def feed(self, event: ProviderEvent) -> list[Op]: ...
 
     def close(self) -> list[Op]: ...
+
+
+def strictness_fault(event: ProviderEvent) -> str | None:
+    """Why ``event``'s payload text is not strict JSON, or None when it is.
+
+    Call it only for an event that carries argument text as a JSON *value*: the event was
+    parsed leniently (the last of duplicate keys kept, ``NaN``/``Infinity`` accepted), so
+    the text re-made from that value cannot show such a fault; this re-reads the event's
+    own text with :func:`~assembler.finalize.strict_loads`. The answer names the fault
+    (``duplicate object key``, ``non-standard constant NaN``, ``number out of range``,
+    ``string holds a lone surrogate``) and never quotes the text. An event without raw
+    text (built in memory, where a dict cannot hold a duplicate key) is taken as it is.
+    """
+    if event.raw is None:
+        return None
+    try:
+        strict_loads(event.raw)
+    except StrictJSONError as exc:
+        return f"{exc.problem} in the event that carried the arguments"
+    return None
+
+
+def check_strict(key: CallKey, event: ProviderEvent, ops: list[Op]) -> None:
+    """Append :class:`~assembler.model.ArgsNotStrict` for ``key`` when ``event`` is not strict.
+
+    For an event whose argument text for ``key`` was made from a JSON value.
+    """
+    fault = strictness_fault(event)
+    if fault is not None:
+        ops.append(ArgsNotStrict(key, fault))

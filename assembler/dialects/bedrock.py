@@ -12,7 +12,10 @@ whose frames :mod:`assembler.capture` turns into the same shape (an ``exception`
 becomes ``{"<exception type>": <payload>}``, e.g. ``throttlingException``). A data-less
 event that only carries a framing note (``truncated_frame``) makes no ops here; the
 missing ``messageStop`` / ``message_stop`` then makes the stream truncated. Calls are keyed
-by ``contentBlockIndex``.
+by ``contentBlockIndex`` (see :mod:`.blocks` for an index started twice). A ``toolUse.input``
+given as a JSON value instead of a string (in ``contentBlockStart`` or
+``contentBlockDelta``, as some SDK dumps have it) is judged as that JSON text, after a
+strict re-check of its event (:func:`.base.check_strict`).
 """
 
 from __future__ import annotations
@@ -20,10 +23,24 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from typing import Any
 
 from ..capture import ProviderEvent
-from ..model import ArgsFragment, BlockStop, CallStart, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
+from ..model import (
+    ArgsFragment,
+    BlockStop,
+    CallStart,
+    Executor,
+    Op,
+    Quirk,
+    StreamEnd,
+    StreamError,
+    StreamStart,
+    StreamTruncated,
+)
 from .anthropic import AnthropicAdapter
+from .base import check_strict
+from .blocks import BlockKeys
 
 
 class BedrockConverseAdapter:
@@ -34,7 +51,7 @@ class BedrockConverseAdapter:
     def __init__(self) -> None:
         self._started = False
         self._ended = False
-        self._tool_blocks: set[int] = set()
+        self._blocks = BlockKeys()
 
     def feed(self, event: ProviderEvent) -> list[Op]:
         data = event.data
@@ -49,24 +66,16 @@ class BedrockConverseAdapter:
             ops: list[Op] = []
             if self._started and not self._ended:
                 ops.append(StreamTruncated("a new messageStart arrived before messageStop"))
-            self._started, self._ended, self._tool_blocks = True, False, set()
+            self._started, self._ended, self._blocks = True, False, BlockKeys()
             ops.append(StreamStart({}))
             return ops
         if kind == "contentBlockStart":
-            tool = (body.get("start") or {}).get("toolUse")
-            if not isinstance(tool, dict) or not isinstance(index, int):
-                return []
-            self._tool_blocks.add(index)
-            executor = "server" if tool.get("type") == "server_tool_use" else "client"
-            return [CallStart((index,), tool.get("toolUseId") or None, tool.get("name") or None, executor)]
+            return self._block_start(index, body, event)
         if kind == "contentBlockDelta":
-            tool = (body.get("delta") or {}).get("toolUse")
-            if isinstance(tool, dict) and index in self._tool_blocks:
-                text = tool.get("input")
-                return [ArgsFragment((index,), text)] if isinstance(text, str) and text else []
-            return []
+            return self._block_delta(index, body, event)
         if kind == "contentBlockStop":
-            return [BlockStop((index,))] if index in self._tool_blocks else []
+            key = self._blocks.stop(index)
+            return [BlockStop(key)] if key is not None else []
         if kind == "messageStop":
             self._ended = True
             return [StreamEnd(f"messageStop {body.get('stopReason', '')}".strip())]
@@ -79,6 +88,47 @@ class BedrockConverseAdapter:
         if self._started and not self._ended:
             return [StreamTruncated("input ended before messageStop")]
         return []
+
+    def _block_start(self, index: int | None, body: dict[str, Any], event: ProviderEvent) -> list[Op]:
+        tool = (body.get("start") or {}).get("toolUse")
+        if not isinstance(index, int):
+            return []
+        if not isinstance(tool, dict):
+            self._blocks.release(index)
+            return []
+        executor: Executor = "server" if tool.get("type") == "server_tool_use" else "client"
+        call_id = tool.get("toolUseId") if isinstance(tool.get("toolUseId"), str) and tool.get("toolUseId") else None
+        name = tool.get("name") if isinstance(tool.get("name"), str) and tool.get("name") else None
+        ops: list[Op] = []
+        key, clash = self._blocks.start(index, call_id, ops)
+        whole = tool.get("input")  # not in the ConverseStream reference; some SDK dumps carry it
+        whole_text = None
+        if isinstance(whole, str):
+            whole_text = whole or None
+        elif whole not in (None, {}):
+            ops.append(Quirk("arguments_as_json_value"))
+            whole_text = json.dumps(whole, ensure_ascii=False)
+        ops.append(CallStart(key, call_id, name, executor, whole_text))
+        if whole_text is not None and not isinstance(whole, str):
+            check_strict(key, event, ops)
+        if clash:
+            ops.append(StreamError(f"content block {index} started again before its contentBlockStop"))
+        return ops
+
+    def _block_delta(self, index: int | None, body: dict[str, Any], event: ProviderEvent) -> list[Op]:
+        tool = (body.get("delta") or {}).get("toolUse")
+        key = self._blocks.get(index)
+        if not isinstance(tool, dict) or key is None:
+            return []
+        text = tool.get("input")
+        if isinstance(text, str):
+            return [ArgsFragment(key, text)] if text else []
+        if text is None:
+            return []
+        # an object (or other JSON value) where a string fragment belongs: judged as that JSON text
+        ops: list[Op] = [Quirk("arguments_as_json_value"), ArgsFragment(key, json.dumps(text, ensure_ascii=False))]
+        check_strict(key, event, ops)
+        return ops
 
 
 class BedrockInvokeAdapter:
@@ -100,10 +150,11 @@ class BedrockInvokeAdapter:
                 return [StreamError(f"{kind}: {(body or {}).get('message', '')}".rstrip(": "))]
             return [Quirk("non_chunk_line")]
         try:
-            inner = json.loads(base64.b64decode(chunk["bytes"], validate=True))
-        except (binascii.Error, ValueError):
+            text = base64.b64decode(chunk["bytes"], validate=True).decode("utf-8")
+            inner = json.loads(text)
+        except (binascii.Error, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
             return [StreamError(f"line {event.line}: chunk.bytes is not base64 JSON")]
-        return self._inner.feed(ProviderEvent(None, inner, event.line, event.offset))
+        return self._inner.feed(ProviderEvent(None, inner, event.line, event.offset, raw=text))
 
     def close(self) -> list[Op]:
         return self._inner.close()

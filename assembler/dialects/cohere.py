@@ -8,18 +8,24 @@ Provider document: Cohere API reference, "Chat (v2) → streaming": ``message-st
 ``STOP_SEQUENCE``, ``MAX_TOKENS``, ``TOOL_CALL``, ``ERROR``; ``delta.error`` holds the
 message of a generation error).
 
-Calls are keyed by the event ``index`` (``(index,)``). ``tool-call-end`` is the block
+Calls are keyed by the event ``index`` (``(index,)``; see :mod:`.blocks` for an index
+started twice: a later call there gets its own key). ``tool-call-end`` is the block
 stop, ``message-end`` the normal end; ``finish_reason: ERROR`` (or a ``delta.error``) is
 a provider error. ``MAX_TOKENS`` while a call has not reached ``tool-call-end`` is a
-truncation.
+truncation. ``function.arguments`` given as a JSON value instead of a string is judged as
+that JSON text (quirk ``arguments_as_json_value``), after a strict re-check of its event
+(:func:`.base.check_strict`), never dropped.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..capture import ProviderEvent
 from ..model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
+from .base import check_strict
+from .blocks import BlockKeys
 
 
 class CohereAdapter:
@@ -31,7 +37,7 @@ class CohereAdapter:
         self._started = False
         self._ended = False
         self._open: list[CallKey] = []  # started, no tool-call-end yet
-        self._keys: set[CallKey] = set()
+        self._blocks = BlockKeys()
 
     def feed(self, event: ProviderEvent) -> list[Op]:
         data = event.data
@@ -42,21 +48,23 @@ class CohereAdapter:
             ops: list[Op] = []
             if self._started and not self._ended:
                 ops.append(StreamTruncated("a new message-start arrived before message-end"))
-            self._started, self._ended, self._open, self._keys = True, False, [], set()
+            self._started, self._ended, self._open, self._blocks = True, False, [], BlockKeys()
             ops.append(StreamStart({"message_id": data.get("id")}))
             return ops
         if kind == "tool-call-start":
-            return self._start(data)
+            return self._start(data, event)
         if kind == "tool-call-delta":
-            key = self._key(data, start=False)
+            key = self._key(data)
             if key is None:
                 return [Quirk("tool_call_delta_without_call")]
-            text = _function(data).get("arguments")
-            return [ArgsFragment(key, text)] if isinstance(text, str) and text else []
+            ops = []
+            _arguments(key, _function(data).get("arguments"), event, ops)
+            return ops
         if kind == "tool-call-end":
-            key = self._key(data, start=False)
+            key = self._key(data)
             if key is None:
                 return [Quirk("tool_call_end_without_call")]
+            self._blocks.stop(key[0])
             if key in self._open:
                 self._open.remove(key)
             return [BlockStop(key)]
@@ -72,31 +80,30 @@ class CohereAdapter:
             return []
         return [StreamTruncated("input ended before message-end")]
 
-    def _start(self, data: dict[str, Any]) -> list[Op]:
-        key = self._key(data, start=True)
-        assert key is not None
-        ops: list[Op] = []
-        if key in self._keys:
-            ops.append(Quirk("tool_call_index_reused"))
-        self._keys.add(key)
-        self._open.append(key)
+    def _start(self, data: dict[str, Any], event: ProviderEvent) -> list[Op]:
+        index = data.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):
+            index = max(self._blocks.current, default=-1) + 1  # no index: the next position
         entry = _tool_call(data)
         fn = _function(data)
         call_id = entry.get("id") if isinstance(entry.get("id"), str) and entry.get("id") else None
         name = fn.get("name") if isinstance(fn.get("name"), str) and fn.get("name") else None
+        ops: list[Op] = []
+        key, clash = self._blocks.start(index, call_id, ops)
+        if key not in self._open:
+            self._open.append(key)
         ops.append(CallStart(key, call_id, name))
-        text = fn.get("arguments")
-        if isinstance(text, str) and text:
-            ops.append(ArgsFragment(key, text))
+        if clash:
+            ops.append(StreamError(f"tool call {index} started again before its tool-call-end"))
+            return ops
+        _arguments(key, fn.get("arguments"), event, ops)
         return ops
 
-    def _key(self, data: dict[str, Any], *, start: bool) -> CallKey | None:
+    def _key(self, data: dict[str, Any]) -> CallKey | None:
+        """The call a delta or end belongs to: the newest at its index, else the one open call."""
         index = data.get("index")
         if isinstance(index, int) and not isinstance(index, bool):
-            return (index,)
-        # No index: a start takes the next position; a delta/end belongs to the one open call.
-        if start:
-            return (max((k[0] for k in self._keys), default=-1) + 1,)
+            return self._blocks.get(index) or (index,)  # never started: the assembler opens it
         return self._open[-1] if len(self._open) == 1 else None
 
     def _message_end(self, data: dict[str, Any]) -> list[Op]:
@@ -109,6 +116,18 @@ class CohereAdapter:
         if reason == "MAX_TOKENS" and self._open:
             return [StreamTruncated("message-end MAX_TOKENS before tool-call-end")]
         return [StreamEnd(f"message-end {reason}" if reason else "message-end")]
+
+
+def _arguments(key: CallKey, value: Any, event: ProviderEvent, ops: list[Op]) -> None:
+    """``function.arguments`` of a start or delta: a string fragment, or a JSON value judged
+    as its JSON text (after a strict re-check of the event that carried it)."""
+    if isinstance(value, str):
+        if value:
+            ops.append(ArgsFragment(key, value))
+    elif value is not None:
+        ops.append(Quirk("arguments_as_json_value"))
+        ops.append(ArgsFragment(key, json.dumps(value, ensure_ascii=False)))
+        check_strict(key, event, ops)
 
 
 def _tool_call(data: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,11 @@ follow; ``willContinue`` absent or false on a ``functionCall`` means "this is th
 part of the FunctionCall"; the usual last part is an empty ``functionCall: {}``).
 
 Keying: a call is ``(candidate index, n)`` where ``n`` counts that candidate's calls;
-Gemini has no stable per-call index, and a streamed call's parts arrive in order.
+Gemini has no stable per-call index, and a streamed call's parts arrive in order. A part
+continues the candidate's open streamed call only when it has no ``name``, no whole
+``args`` and no ``id`` other than that call's; any other ``functionCall`` part is a new
+call (the open one is closed first, quirk ``function_call_before_terminator``), so two
+calls never share one argument object.
 
 No ``id`` (Gemini 2.x, Vertex): a stable one is synthesised, ``gemini_call_<n>`` with
 ``n`` counting calls in the stream, and quirk ``synthesized_id`` is recorded.
@@ -26,6 +30,11 @@ only once the object is complete, and counting the same text that the latch pars
 ``max_tool_argument_bytes`` meaning the same for every dialect. The byte limit therefore
 applies at the call's end, not while values stream in. A streamed call still open at
 ``finishReason: MAX_TOKENS`` is truncated (an object built from a cut stream parses).
+
+Strictness: ``args`` and ``partialArgs`` values arrive parsed with their chunk, which keeps
+the last of duplicate keys and accepts ``NaN``; a chunk carrying them is re-read strictly
+(:func:`.base.strictness_fault`, once per chunk) and, when it is not strict JSON, each call
+it carried values for fails ``invalid_json``.
 """
 
 from __future__ import annotations
@@ -37,7 +46,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..capture import ProviderEvent
-from ..model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamTruncated
+from ..model import ArgsFragment, ArgsNotStrict, BlockStop, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamTruncated
+from .base import strictness_fault
 
 _VALUE_FIELDS = ("numberValue", "boolValue", "nullValue")
 _SEGMENT = re.compile(r"""\.([^\W\d][\w-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
@@ -60,6 +70,7 @@ class PartialArgsError(ValueError):
 @dataclass
 class _Streamed:
     key: CallKey
+    provider_id: str | None  # the id the provider gave (None when synthesised)
     args: dict[str, Any] = field(default_factory=dict)
 
 
@@ -93,6 +104,7 @@ class GeminiAdapter:
             return []  # usage-only or metadata chunk
         ops: list[Op] = []
         truncated = False
+        strict = _Strictness(event)
         for position, candidate in enumerate(candidates):
             if not isinstance(candidate, dict):
                 continue
@@ -103,7 +115,7 @@ class GeminiAdapter:
             try:
                 for part in parts:
                     if isinstance(part, dict) and isinstance(part.get("functionCall"), dict):
-                        self._function_call(ci, part["functionCall"], ops)
+                        self._function_call(ci, part["functionCall"], ops, strict)
             except PartialArgsError as exc:
                 self._ended = True
                 ops.append(StreamError(f"candidate {ci}: {exc}"))
@@ -136,11 +148,16 @@ class GeminiAdapter:
 
     # ------------------------------------------------------------------ calls
 
-    def _function_call(self, ci: int, fc: dict[str, Any], ops: list[Op]) -> None:
+    def _function_call(self, ci: int, fc: dict[str, Any], ops: list[Op], strict: _Strictness) -> None:
         name = fc.get("name") if isinstance(fc.get("name"), str) and fc.get("name") else None
+        fc_id = fc.get("id") if isinstance(fc.get("id"), str) and fc.get("id") else None
         streamed = self._open.get(ci)
-        if streamed is not None and name is None:
+        if streamed is not None and name is None and fc.get("args") in (None, {}) and (
+            fc_id is None or streamed.provider_id in (None, fc_id)
+        ):  # a continuation: no name, no whole args, no other call's id
             self._apply_all(streamed.args, fc.get("partialArgs"), ops)
+            if fc.get("partialArgs"):
+                strict.check(streamed.key, ops)
             if fc.get("willContinue") is not True:
                 if fc.get("partialArgs"):
                     ops.append(Quirk("last_partial_args_without_terminator"))
@@ -158,7 +175,7 @@ class GeminiAdapter:
         self._per_candidate[ci] = n + 1
         self._calls += 1
         key: CallKey = (ci, n)
-        call_id = fc.get("id") if isinstance(fc.get("id"), str) and fc.get("id") else None
+        call_id = fc_id
         if call_id is None:
             call_id = f"gemini_call_{self._calls - 1}"
             ops.append(Quirk("synthesized_id"))
@@ -168,8 +185,10 @@ class GeminiAdapter:
             ops.append(Quirk("args_not_object"))
             ops.append(ArgsFragment(key, json.dumps(args, ensure_ascii=False)))  # the latch rejects it
             args = {}
-        self._open[ci] = _Streamed(key, copy.deepcopy(args) if args else {})  # never mutate the event
+        self._open[ci] = _Streamed(key, fc_id, copy.deepcopy(args) if args else {})  # never mutate the event
         self._apply_all(self._open[ci].args, fc.get("partialArgs"), ops)
+        if args or fc.get("partialArgs"):
+            strict.check(key, ops)
         if fc.get("willContinue") is not True:
             self._close(ci, ops)
 
@@ -185,39 +204,64 @@ class GeminiAdapter:
             return
         if not isinstance(entries, list):
             raise PartialArgsError("partialArgs is not a list")
-        for entry in entries:
-            if not isinstance(entry, dict):
-                raise PartialArgsError("partialArgs entry is not an object")
-            apply_partial_arg(args, entry, ops)
+        for n, entry in enumerate(entries):
+            try:
+                if not isinstance(entry, dict):
+                    raise PartialArgsError(f"entry is a JSON {_json_type(entry)}, not an object")
+                apply_partial_arg(args, entry, ops)
+            except PartialArgsError as exc:
+                raise PartialArgsError(f"partialArgs[{n}]: {exc}") from None
+
+
+class _Strictness:
+    """The strict re-check of one chunk (see :func:`.base.strictness_fault`), made at most
+    once however many calls the chunk carries values for."""
+
+    __slots__ = ("_event", "_fault", "_done")
+
+    def __init__(self, event: ProviderEvent) -> None:
+        self._event, self._fault, self._done = event, None, False
+
+    def check(self, key: CallKey, ops: list[Op]) -> None:
+        """Append :class:`~assembler.model.ArgsNotStrict` for ``key`` if the chunk is not strict."""
+        if not self._done:
+            self._fault, self._done = strictness_fault(self._event), True
+        if self._fault is not None:
+            ops.append(ArgsNotStrict(key, self._fault))
 
 
 def apply_partial_arg(args: dict[str, Any], entry: dict[str, Any], ops: list[Op]) -> None:
-    """Apply one ``partialArgs`` entry to ``args`` in place (values only, never argument text)."""
+    """Apply one ``partialArgs`` entry to ``args`` in place (values only, never argument text).
+
+    Raises :class:`PartialArgsError` when the entry cannot be applied; its text names
+    positions (jsonPath segment numbers, characters) and JSON type names, never a member
+    name or a value: the path's names are argument keys.
+    """
     path = parse_json_path(entry.get("jsonPath"))
     if "stringValue" in entry:
         value: Any = entry["stringValue"]
         if not isinstance(value, str):
-            raise PartialArgsError(f"stringValue at {entry.get('jsonPath')} is not a string")
+            raise PartialArgsError(f"stringValue is a JSON {_json_type(value)}, not a string")
     else:
         present = [f for f in _VALUE_FIELDS if f in entry]
         if not present:
             return  # a bare {jsonPath, willContinue} marker
         value = None if present[0] == "nullValue" else entry[present[0]]
     container: Any = args
-    for segment, following in zip(path, path[1:]):
-        child = _get(container, segment)
+    for depth, (segment, following) in enumerate(zip(path, path[1:]), 1):
+        child = _get(container, segment, depth)
         if child is _MISSING:
             child = [] if isinstance(following, int) else {}
             _set(container, segment, child, ops)
         container = child
     leaf = path[-1]
+    existing = _get(container, leaf, len(path))  # also checks the container's type
     if "stringValue" in entry:
-        existing = _get(container, leaf)
         if isinstance(existing, _Text):
             existing.pieces.append(value)
             return
         if existing is not _MISSING:
-            raise PartialArgsError(f"stringValue at {entry.get('jsonPath')} continues a non-string value")
+            raise PartialArgsError(f"stringValue continues a JSON {_json_type(existing)}, not a string")
         value = _Text(value)
     _set(container, leaf, value, ops)
 
@@ -225,7 +269,7 @@ def apply_partial_arg(args: dict[str, Any], entry: dict[str, Any], ops: list[Op]
 def parse_json_path(path: Any) -> list[str | int]:
     """``$.a.b[0]['c d']`` → ``["a", "b", 0, "c d"]`` (the RFC 9535 singular-query subset)."""
     if not isinstance(path, str) or not path.startswith("$"):
-        raise PartialArgsError("partialArgs entry without a jsonPath starting with $")
+        raise PartialArgsError("no jsonPath starting with $")
     segments: list[str | int] = []
     pos = 1
     while pos < len(path):
@@ -245,14 +289,26 @@ def parse_json_path(path: Any) -> list[str | int]:
     return segments
 
 
-def _get(container: Any, segment: str | int) -> Any:
+def _get(container: Any, segment: str | int, depth: int) -> Any:
+    """``container[segment]`` or ``_MISSING``; ``depth`` numbers the segment for errors."""
     if isinstance(segment, int):
         if not isinstance(container, list):
-            raise PartialArgsError(f"array index [{segment}] into a non-array")
+            raise PartialArgsError(f"jsonPath segment {depth} indexes a JSON {_json_type(container)}, not an array")
         return container[segment] if segment < len(container) else _MISSING
     if not isinstance(container, dict):
-        raise PartialArgsError(f"member .{segment} of a non-object")
+        raise PartialArgsError(f"jsonPath segment {depth} names a member of a JSON {_json_type(container)}, not an object")
     return container.get(segment, _MISSING)
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type name of a value being built (a :class:`_Text` is a string)."""
+    if isinstance(value, (str, _Text)):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return {dict: "object", list: "array"}.get(type(value), "null" if value is None else "value")
 
 
 def _set(container: Any, segment: str | int, value: Any, ops: list[Op]) -> None:

@@ -10,6 +10,11 @@ non-empty ``id`` at an index already bound starts a new generation (some gateway
 parallel calls at one index). An entry without ``index`` binds by its ``id``, else to the
 single call of that choice; with several calls that is ambiguous and fails the stream
 rather than guessing.
+
+``arguments`` given as a JSON value (an object, number...) instead of a string is judged as
+its JSON text (quirk ``arguments_as_json_value``), after a strict re-check of the chunk
+that carried it (:func:`.base.check_strict`: the chunk's parse keeps the last of duplicate
+keys).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 
 from ..capture import DONE, ProviderEvent
 from ..model import ArgsFragment, CallIdentity, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamTruncated
+from .base import check_strict
 
 
 @dataclass
@@ -60,7 +66,7 @@ class OpenAIChatAdapter:
                 choice = choices[0]
                 if choice.__class__ is dict:
                     if not self._fragment_only(choice, ops):
-                        self._choice(choice, ops)
+                        self._choice(choice, ops, event)
                 return ops
         if data == DONE:
             if not self._ended:
@@ -81,7 +87,7 @@ class OpenAIChatAdapter:
             ops.append(Quirk("usage_on_delta_chunk"))  # usage never ends anything
         for choice in choices:
             if isinstance(choice, dict):
-                self._choice(choice, ops)
+                self._choice(choice, ops, event)
         return ops
 
     def _fragment_only(self, choice: dict[str, Any], ops: list[Op]) -> bool:
@@ -100,7 +106,7 @@ class OpenAIChatAdapter:
             return False
         return self._continuation(state, entries[0], ops)
 
-    def _choice(self, choice: dict[str, Any], ops: list[Op]) -> bool:
+    def _choice(self, choice: dict[str, Any], ops: list[Op], event: ProviderEvent) -> bool:
         """Apply one ``choices[]`` element; True if it carried a ``finish_reason``."""
         ci = choice.get("index", 0)
         if type(ci) is not int:
@@ -119,7 +125,7 @@ class OpenAIChatAdapter:
             if len(delta) == 1 and entries.__class__ is list and len(entries) == 1 and self._continuation(state, entries[0], ops):
                 pass  # the common chunk: one more fragment for a bound index
             else:
-                self._delta(ci, state, delta, ops)
+                self._delta(ci, state, delta, ops, event)
         reason = choice.get("finish_reason")
         if not reason:
             return False
@@ -148,7 +154,7 @@ class OpenAIChatAdapter:
             ops.append(ArgsFragment(key, args))
         return True
 
-    def _delta(self, ci: int, state: _Choice, delta: dict[str, Any], ops: list[Op]) -> None:
+    def _delta(self, ci: int, state: _Choice, delta: dict[str, Any], ops: list[Op], event: ProviderEvent) -> None:
         if delta.get("role"):
             if state.role_seen:
                 ops.append(Quirk("role_repeated"))
@@ -160,7 +166,7 @@ class OpenAIChatAdapter:
                 ops.append(Quirk("two_entries_for_one_index_in_chunk"))
             for entry in entries:
                 if isinstance(entry, dict):
-                    self._entry(ci, state, entry, ops)
+                    self._entry(ci, state, entry, ops, event)
 
     def _end(self, detail: str) -> list[Op]:
         self._ended = True
@@ -185,7 +191,7 @@ class OpenAIChatAdapter:
             return self._end("finish_reason")
         return [StreamTruncated("input ended before finish_reason or [DONE]")]
 
-    def _entry(self, ci: int, state: _Choice, entry: dict[str, Any], ops: list[Op]) -> None:
+    def _entry(self, ci: int, state: _Choice, entry: dict[str, Any], ops: list[Op], event: ProviderEvent) -> None:
         call_id = entry.get("id") if isinstance(entry.get("id"), str) else None
         fn = entry.get("function") if isinstance(entry.get("function"), dict) else {}
         name = fn.get("name") if isinstance(fn.get("name"), str) else None
@@ -213,6 +219,7 @@ class OpenAIChatAdapter:
             # an object, array, number or boolean where text belongs: judged as that JSON text
             ops.append(Quirk("arguments_as_json_value"))
             args = json.dumps(args, ensure_ascii=False)
+            check_strict(key, event, ops)  # the event's parse may have hidden a duplicate key
         if isinstance(args, str) and args:
             if key not in state.fragments:
                 state.fragments[key] = 0

@@ -16,13 +16,22 @@ provider, ``executor: server``; arguments by ``response.mcp_call_arguments.delta
 ``.done``; it has no ``call_id``, its item ``id`` names it).
 
 Keying: a call is ``(output_index,)``; ``item_id`` is mapped to that key when the item is
-added and wins over a disagreeing ``output_index``. ``output_item.done`` is the block stop.
+added and wins over a disagreeing ``output_index``. A further item at an ``output_index``
+already used (quirk ``output_index_reused``) is keyed ``(output_index, n)``, so two items
+never share a buffer: events naming an ``item_id`` go to that item, events without one go to
+the index's single item that has not ended, and when several have not ended the stream
+cannot be read (a stream error, every open call fails). ``output_item.done`` is the block
+stop.
 
 ``.done`` texts: where no delta arrived (LM Studio) the ``.done`` (or
 ``output_item.done``) text *is* the arguments and is sent as one fragment. Where deltas
 arrived they stay authoritative; a ``.done`` text that differs from their concatenation is
 recorded as quirk ``done_arguments_differ``. The comparison keeps a running SHA-256 of
 the deltas, not a second copy of the (possibly secret, possibly huge) text.
+
+``arguments`` given as a JSON value instead of a string (in ``output_item.added``/``.done``
+or ``.done``) is judged as its JSON text (quirk ``arguments_as_json_value``), after a strict
+re-check of the event that carried it (:func:`.base.check_strict`).
 
 Custom tools: the latch accepts only a JSON object, so free-text input is carried as
 ``{"input": <text>}``: the adapter sends ``{"input":"`` then each delta JSON-*escaped*
@@ -53,6 +62,7 @@ from ..model import (
     StreamStart,
     StreamTruncated,
 )
+from .base import check_strict
 
 #: Output item types that are tool calls, and who runs them.
 TOOL_ITEMS: dict[str, Executor] = {"function_call": "client", "custom_tool_call": "client", "mcp_call": "server"}
@@ -74,6 +84,7 @@ _WRAP_OPEN, _WRAP_CLOSE = '{"input":"', '"}'
 class _Item:
     key: CallKey
     kind: str
+    item_id: str | None
     call_id: str | None = None
     name: str | None = None
     digest: Any = field(default_factory=hashlib.sha256)
@@ -93,25 +104,33 @@ class OpenAIResponsesAdapter:
         self._ended = False
         self._items: dict[CallKey, _Item] = {}
         self._by_item_id: dict[str, CallKey] = {}
+        self._at_index: dict[int, list[CallKey]] = {}  # output_index -> its items' keys, in order
 
     def feed(self, event: ProviderEvent) -> list[Op]:
         data = event.data
         if not isinstance(data, dict):
             return [Quirk("non_object_event")]
         kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
+        try:
+            return self._event(kind, data, event)
+        except _Unroutable as exc:
+            self._ended = True
+            return [StreamError(str(exc))]
+
+    def _event(self, kind: str, data: dict[str, Any], event: ProviderEvent) -> list[Op]:
         if kind == "response.created":
             return self._response_created(data)
         if kind == "response.output_item.added":
-            return self._item_added(data)
+            return self._item_added(data, event)
         if kind in _DELTAS:
             return self._delta(data, _DELTAS[kind])
         if kind in _DONES:
             item_kind, field_name = _DONES[kind]
             ops: list[Op] = []
             item = self._find(data, item_kind, ops, quiet=True)
-            return ops + self._settle(item, data.get(field_name)) if item is not None else [Quirk("done_for_unknown_item")]
+            return ops + self._settle(item, data.get(field_name), event) if item is not None else [Quirk("done_for_unknown_item")]
         if kind == "response.output_item.done":
-            return self._item_done(data)
+            return self._item_done(data, event)
         if kind == "response.completed":
             return self._finish(StreamEnd("response.completed"))
         if kind == "response.incomplete":
@@ -137,19 +156,23 @@ class OpenAIResponsesAdapter:
         if self._started and not self._ended:
             ops.append(StreamTruncated("a new response.created arrived before response.completed"))
         self._started, self._ended = True, False
-        self._items, self._by_item_id = {}, {}
+        self._items, self._by_item_id, self._at_index = {}, {}, {}
         response = data.get("response") if isinstance(data.get("response"), dict) else {}
         ops.append(StreamStart({"response_id": response.get("id"), "model": response.get("model")}))
         return ops
 
-    def _item_added(self, data: dict[str, Any]) -> list[Op]:
+    def _item_added(self, data: dict[str, Any], event: ProviderEvent) -> list[Op]:
         item, index = data.get("item"), data.get("output_index")
         if not isinstance(item, dict) or item.get("type") not in TOOL_ITEMS:
             return []
         if not isinstance(index, int) or isinstance(index, bool):
             return [StreamError(f"{item.get('type')} item added without an integer output_index")]
         ops: list[Op] = []
-        self._start(item, (index,), ops)
+        item_id = item.get("id")
+        if isinstance(item_id, str) and item_id in self._by_item_id:
+            ops.append(Quirk("output_item_added_repeated"))  # the same item again: not a new call
+            return ops
+        self._start(item, index, ops, event)
         return ops
 
     def _delta(self, data: dict[str, Any], kind: str) -> list[Op]:
@@ -171,7 +194,7 @@ class OpenAIResponsesAdapter:
             ops.append(ArgsFragment(item.key, text))
         return ops
 
-    def _item_done(self, data: dict[str, Any]) -> list[Op]:
+    def _item_done(self, data: dict[str, Any], event: ProviderEvent) -> list[Op]:
         item_obj, index = data.get("item"), data.get("output_index")
         if not isinstance(item_obj, dict) or item_obj.get("type") not in TOOL_ITEMS:
             return []
@@ -181,7 +204,7 @@ class OpenAIResponsesAdapter:
             if not isinstance(index, int) or isinstance(index, bool):
                 return [StreamError(f"{item_obj['type']} item done without an integer output_index")]
             ops.append(Quirk("output_item_done_without_added"))
-            item = self._start(item_obj, (index,), ops)
+            item = self._start(item_obj, index, ops, event)
         else:
             call_id, name = _identity(item_obj)
             new_id = call_id if call_id and not item.call_id else None
@@ -191,7 +214,7 @@ class OpenAIResponsesAdapter:
                 ops.append(CallIdentity(item.key, new_id, new_name))
         field_name = "input" if item.kind == "custom_tool_call" else "arguments"
         if not item.settled:
-            ops.extend(self._settle(item, item_obj.get(field_name)))
+            ops.extend(self._settle(item, item_obj.get(field_name), event))
         ops.extend(self._stop(item))
         return ops
 
@@ -208,45 +231,72 @@ class OpenAIResponsesAdapter:
 
     # ------------------------------------------------------------------ helpers
 
-    def _start(self, item_obj: dict[str, Any], key: CallKey, ops: list[Op]) -> _Item:
+    def _start(self, item_obj: dict[str, Any], index: int, ops: list[Op], event: ProviderEvent | None = None) -> _Item:
         kind = item_obj["type"]
         call_id, name = _identity(item_obj)
-        item = _Item(key, kind, call_id, name)
-        if key in self._items:
+        used = self._at_index.setdefault(index, [])
+        if used:
             ops.append(Quirk("output_index_reused"))
+        key: CallKey = (index, len(used)) if used else (index,)
+        used.append(key)
+        item_id = item_obj.get("id") if isinstance(item_obj.get("id"), str) and item_obj.get("id") else None
+        item = _Item(key, kind, item_id, call_id, name)
         self._items[key] = item
-        if isinstance(item_obj.get("id"), str):
-            self._by_item_id[item_obj["id"]] = key
-        whole = _whole_text(kind, item_obj.get("input" if kind == "custom_tool_call" else "arguments"), ops)
+        if item_id is not None:
+            self._by_item_id[item_id] = key
+        value = item_obj.get("input" if kind == "custom_tool_call" else "arguments")
+        whole = _whole_text(kind, value, ops)
         ops.append(CallStart(key, call_id, name, TOOL_ITEMS[kind], whole))
+        if whole is not None and not isinstance(value, str) and event is not None:
+            check_strict(key, event, ops)  # the event's parse may have hidden a duplicate key
         if kind == "custom_tool_call":
             ops.append(Quirk("custom_tool_input_wrapped"))
         return item
 
     def _find(self, data: dict[str, Any], kind: str, ops: list[Op], quiet: bool = False) -> _Item | None:
+        """The item an event belongs to; ``quiet``: None instead of starting an unknown one.
+
+        Raises :class:`_Unroutable` when the event names no ``item_id`` and several items
+        at its ``output_index`` have not ended.
+        """
         item_id, index = data.get("item_id"), data.get("output_index")
-        key = self._by_item_id.get(item_id) if isinstance(item_id, str) else None
+        item_id = item_id if isinstance(item_id, str) and item_id else None
+        key = self._by_item_id.get(item_id) if item_id is not None else None
         if key is not None:
-            if isinstance(index, int) and (index,) != key:
+            if isinstance(index, int) and index != key[0]:
                 ops.append(Quirk("output_index_mismatch"))
             return self._items[key]
-        if isinstance(index, int) and not isinstance(index, bool) and (index,) in self._items:
-            return self._items[(index,)]
+        has_index = isinstance(index, int) and not isinstance(index, bool)
+        if has_index and index in self._at_index:
+            items = [self._items[k] for k in self._at_index[index]]
+            if item_id is None:
+                live = [item for item in items if not item.stopped]
+                if len(live) > 1:
+                    raise _Unroutable(f"{kind} event without item_id at output_index {index}, where {len(live)} items are open")
+                return live[0] if live else items[-1]  # an ended item: its text after the stop fails it
+            unnamed = [item for item in items if item.item_id is None and not item.stopped]
+            if len(unnamed) > 1:
+                raise _Unroutable(f"{kind} event for a new item_id at output_index {index}, where {len(unnamed)} items have none")
+            if unnamed:  # the item was added without its id
+                unnamed[0].item_id = item_id
+                self._by_item_id[item_id] = unnamed[0].key
+                return unnamed[0]
         if quiet:
             return None
-        if not isinstance(index, int) or isinstance(index, bool):
+        if not has_index:
             ops.append(StreamError(f"{kind} delta for an unknown item without output_index"))
             return None
         ops.append(Quirk("delta_before_output_item_added"))
-        return self._start({"type": kind, "id": item_id}, (index,), ops)
+        return self._start({"type": kind, "id": item_id}, index, ops)
 
-    def _settle(self, item: _Item, text: Any) -> list[Op]:
+    def _settle(self, item: _Item, text: Any, event: ProviderEvent) -> list[Op]:
         """Use or compare a ``.done`` text (see the module docstring)."""
         ops: list[Op] = []
         if item.settled or item.stopped:
             return ops
         item.settled = True
-        if isinstance(text, (dict, list)) and item.kind != "custom_tool_call":
+        json_value = text is not None and not isinstance(text, str) and item.kind != "custom_tool_call"
+        if json_value:
             ops.append(Quirk("arguments_as_json_value"))
             text = json.dumps(text, ensure_ascii=False)
         if not isinstance(text, str):
@@ -256,6 +306,8 @@ class OpenAIResponsesAdapter:
                 ops.append(Quirk("arguments_only_in_done"))
                 wrapped = _WRAP_OPEN + _escape(text) + _WRAP_CLOSE if item.kind == "custom_tool_call" else text
                 ops.append(ArgsFragment(item.key, wrapped))
+                if json_value:
+                    check_strict(item.key, event, ops)  # the event's parse may have hidden a duplicate key
         elif hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest() != item.digest.digest():
             ops.append(Quirk("done_arguments_differ"))
         return ops
@@ -271,6 +323,10 @@ class OpenAIResponsesAdapter:
         return ops
 
 
+class _Unroutable(Exception):
+    """An event that could belong to more than one item: the stream cannot be read."""
+
+
 def _identity(item: dict[str, Any]) -> tuple[str | None, str | None]:
     ref = item.get("id") if item.get("type") == "mcp_call" else item.get("call_id")
     name = item.get("name")
@@ -278,7 +334,7 @@ def _identity(item: dict[str, Any]) -> tuple[str | None, str | None]:
 
 
 def _whole_text(kind: str, value: Any, ops: list[Op]) -> str | None:
-    if isinstance(value, (dict, list)) and kind != "custom_tool_call":
+    if value is not None and not isinstance(value, str) and kind != "custom_tool_call":
         ops.append(Quirk("arguments_as_json_value"))
         return json.dumps(value, ensure_ascii=False)
     if not isinstance(value, str) or not value:
