@@ -92,6 +92,7 @@ class Assembler:
         self._seq = 0
         self._calls: dict[CallKey, CallRecord] = {}
         self._in_flight = 0  # calls not yet in a terminal state
+        self._committed_ids: set[str] = set()  # tool_call_ids of committed client calls
         # A provider key reused by a *different* call: later ops for it go to the new record.
         self._alias: dict[CallKey, CallKey] = {}
         self._end: StreamEndKind | None = None
@@ -141,7 +142,7 @@ class Assembler:
             for c in self._ordered()
         ]
         results: list[ToolResult] = []
-        answered: set[str] = set()
+        answered = set(self._committed_ids)  # a committed call's id is answered by its execution
         for c in calls:
             if c.executor != "client" or c.state is CallState.COMMITTED or not c.state.terminal or c.repaired:
                 continue
@@ -246,6 +247,8 @@ class Assembler:
             self._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)
         elif call.bytes > self.config.max_tool_argument_bytes:
             self._overflow(call, out)
+        elif call.call_id in self._committed_ids and call.executor == "client":
+            self._refuse_reused_id(call, out)
 
     def _identity(self, op: CallIdentity, out: list[AssemblyEvent]) -> None:
         call = self._calls.get(self._alias.get(op.key, op.key))
@@ -269,6 +272,8 @@ class Assembler:
                 self._quirk("name_conflict", out)
         if changed:
             self._emit(out, "identity", call)
+            if call.call_id in self._committed_ids and call.executor == "client" and not call.machine.state.terminal:
+                self._refuse_reused_id(call, out)
 
     def _fragment(self, op: ArgsFragment, out: list[AssemblyEvent]) -> None:
         call = self._calls.get(self._alias.get(op.key, op.key) if self._alias else op.key)
@@ -319,8 +324,10 @@ class Assembler:
                     (shared if call.call_id in seen else seen).add(call.call_id)
         for call in calls:
             if shared and call.call_id in shared and not call.machine.state.terminal:
-                # One tool_call_id for two calls: running either could run the tool twice.
-                self._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
+                if call.call_id in self._committed_ids:
+                    self._refuse_reused_id(call, out)
+                else:  # One tool_call_id for two calls: running either could run the tool twice.
+                    self._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
             if call.machine.state is CallState.OPEN:
                 self._move(call, CallInput.ARGS_COMPLETE, out)
             if call.machine.state is CallState.ARGS_COMPLETE:
@@ -331,6 +338,9 @@ class Assembler:
         if not call.call_id or not call.name:
             missing = " and ".join(n for n, v in (("call_id", call.call_id), ("name", call.name)) if not v)
             self._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(f"no {missing}"), out)
+            return
+        if call.executor == "client" and call.call_id in self._committed_ids:
+            self._refuse_reused_id(call, out)
             return
         assert call.buffer is not None
         if call.fragments:
@@ -373,8 +383,18 @@ class Assembler:
             return
         call.arguments = verdict.arguments
         self._move(call, CallInput.COMMIT, out)
+        if call.executor == "client":
+            self._committed_ids.add(call.call_id)
         if self.metrics is not None and self._ended_at is not None:
             self.metrics.call_committed(self.dialect, call.name, self._clock() - self._ended_at)
+
+    def _refuse_reused_id(self, call: CallRecord, out: list[AssemblyEvent]) -> None:
+        """A call carrying the tool_call_id of a call already committed (a pipelined commit
+        may be running it): it never commits, owes no result of its own (the id is answered
+        by the committed call) and is dropped from the finalized message, which cannot hold
+        one id twice."""
+        call.repaired = True
+        self._fail(call, Reason.STREAM_ERROR.with_detail("call id already used by a committed call"), out)
 
     def _finish_failed(self, end: StreamEndKind, reason: Reason, detail: str | None, out: list[AssemblyEvent]) -> None:
         for call in self._ordered():

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from assembler import AssembleConfig, CallState, Pipeline, iter_capture
 from assembler.calls import RunBudget
+from assembler.history import build_history, check_protocol
 from assembler.metrics import Metrics
-from assembler.model import StreamResult
+from assembler.model import StreamResult, ToolResult
 
 from .test_fixture_classes import (
     anthropic_end,
@@ -168,3 +171,31 @@ def test_metrics_are_counted_with_low_cardinality_labels(tool_label: bool) -> No
     assert "tool_execute_rejected_not_committed_total 0.0" in text
     assert ("tool_name=" in text) is tool_label
     assert "sk-secret" not in text
+
+
+@pytest.mark.parametrize("end", ["complete", "truncated"])
+def test_a_pipelined_commit_keeps_its_tool_call_id_to_itself(end: str) -> None:
+    # The first call commits at its block stop (and may be running): a later call with the
+    # same id must never commit too, and the id gets exactly one result: the execution's.
+    events = [anthropic_message_start()]
+    events += anthropic_tool_block(0, "toolu_same", "get_weather", ['{"city":"Oslo"}'])
+    events += anthropic_tool_block(1, "toolu_same", "get_weather", ['{"city":"Rome"}'])
+    events += anthropic_end() if end == "complete" else []
+    config = AssembleConfig(execute_before_stream_end=True, allow_pipelined_execute=("get_weather",))
+    (result,) = assemble_bytes(anthropic_sse(events), config=config)
+    assert states(result) == ["committed", "failed"]
+    assert result.calls[0].arguments == {"city": "Oslo"}
+    assert (result.calls[1].reason or "").startswith("stream_error: call id already used by a committed call")
+    assert result.calls[1].repaired and result.results == []
+    history = build_history(result, {"toolu_same": ToolResult("toolu_same", False, "12 °C")})
+    assert check_protocol(history) == []
+    assert json.dumps(history).count('"toolu_same"') == 2  # one tool_use and its result: the execution's
+
+
+def test_without_pipelining_two_calls_with_one_id_both_fail_with_one_result() -> None:
+    events = [anthropic_message_start()]
+    events += anthropic_tool_block(0, "toolu_same", "get_weather", ['{"city":"Oslo"}'])
+    events += anthropic_tool_block(1, "toolu_same", "get_weather", ['{"city":"Rome"}'])
+    (result,) = assemble_bytes(anthropic_sse(events + anthropic_end()))
+    assert states(result) == ["failed", "failed"]
+    assert [r.tool_call_id for r in result.results] == ["toolu_same"]
