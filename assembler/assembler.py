@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from .config import DEFAULT_CONFIG, AssembleConfig
 from .finalize import Verdict, check_arguments
-from .jsonprefix import diagnose
 from .metrics import Metrics
 from .model import (
     ArgsFragment,
@@ -27,7 +25,6 @@ from .model import (
     BlockStop,
     CallIdentity,
     CallKey,
-    CallOutcome,
     CallStart,
     CallState,
     Cancel,
@@ -41,10 +38,9 @@ from .model import (
     StreamResult,
     StreamStart,
     StreamTruncated,
-    ToolResult,
     Transition,
 )
-from .calls import CallRecord, RunBudget, append_varint, split_fragments
+from .calls import CallRecord, RunBudget, append_varint, owed_results
 from .redact import AssemblyEvent, CallView, EventKind
 from .registry import ToolRegistry
 from .state import CallInput
@@ -124,33 +120,8 @@ class Assembler:
 
     def result(self) -> StreamResult:
         """The stream's calls and the results owed: one error result per non-committed client call."""
-        calls = [
-            CallOutcome(
-                key=c.key,
-                call_id=c.call_id,
-                name=c.name,
-                state=c.machine.state,
-                reason=c.reason,
-                bytes=c.bytes,
-                fragments=c.fragments,
-                executor=c.executor,
-                arguments=c.arguments if c.machine.state is CallState.COMMITTED else None,
-                transitions=list(c.transitions),
-                repaired=c.repaired,
-                diagnosis=c.diagnosis,
-            )
-            for c in self._ordered()
-        ]
-        results: list[ToolResult] = []
-        answered = set(self._committed_ids)  # a committed call's id is answered by its execution
-        for c in calls:
-            if c.executor != "client" or c.state is CallState.COMMITTED or not c.state.terminal or c.repaired:
-                continue
-            if c.call_id is not None and c.call_id in answered:
-                continue  # one result per tool_call_id, however many records carried the id
-            if c.call_id is not None:
-                answered.add(c.call_id)
-            results.append(ToolResult(c.call_id, True, c.reason or c.state.value))
+        calls = [c.outcome() for c in self._ordered()]
+        results = owed_results(calls, self._committed_ids)
         return StreamResult(self.dialect, self._end, self._end_detail, calls, results, dict(self._quirks))
 
     def check_idle(self) -> list[AssemblyEvent]:
@@ -364,14 +335,7 @@ class Assembler:
         if verdict.reason is not None:
             call.diagnosis = verdict.diagnosis
             if verdict.reason.startswith(Reason.INVALID_JSON.value):
-                if call.fragments and call.lengths is not None:
-                    call.diagnosis = diagnose(split_fragments(text, call.lengths))
-                elif not call.fragments:
-                    call.diagnosis = diagnose([text])
-                if call.diagnosis is not None and call.diagnosis["kind"] == "complete":
-                    # the grammar holds; strictness failed (duplicate key, non-finite number...)
-                    problem = verdict.reason.partition(": ")[2] or "not strict JSON"
-                    call.diagnosis = {"kind": "semantic", "problem": problem}
+                call.diagnosis = call.invalid_json_diagnosis(text, verdict.reason)
                 if self.metrics is not None:
                     self.metrics.call_invalid_json(self.dialect, call.name)
                 call.repaired = self.config.on_invalid_json == "drop_with_protocol_repair"
@@ -399,16 +363,9 @@ class Assembler:
     def _finish_failed(self, end: StreamEndKind, reason: Reason, detail: str | None, out: list[AssemblyEvent]) -> None:
         for call in self._ordered():
             if not call.machine.state.terminal:
-                call.diagnosis = self._cut_off(call, end)
+                call.diagnosis = call.cut_off(end)
                 self._fail(call, reason.with_detail(detail), out)
         self._set_end(end, detail, out)
-
-    def _cut_off(self, call: CallRecord, end: StreamEndKind) -> dict[str, Any]:
-        """Where a call's text stood when the stream was cut: bytes, and the prefix state."""
-        if call.buffer is None or call.lengths is None or not call.fragments:
-            return {"kind": "cut_off", "stream_end": end, "bytes": call.bytes, "fragments": call.fragments}
-        found = diagnose(split_fragments(call.buffer.decode("utf-8", "surrogatepass"), call.lengths))
-        return {"kind": "cut_off", "stream_end": end, "bytes": call.bytes, "fragments": call.fragments, "text": found}
 
     def _finish_cancelled(self, detail: str | None, out: list[AssemblyEvent]) -> None:
         for call in self._ordered():

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import CallKey, Executor, Transition
+from .jsonprefix import diagnose
+from .model import CallKey, CallOutcome, CallState, Executor, ToolResult, Transition
 from .redact import CallView
 from .state import CallStateMachine
 
@@ -100,3 +101,60 @@ class CallRecord:
             executor=self.executor,
             transitions=tuple(self.transitions),
         )
+
+    def outcome(self) -> CallOutcome:
+        """The call's final record; ``arguments`` only when COMMITTED."""
+        state = self.machine.state
+        return CallOutcome(
+            key=self.key,
+            call_id=self.call_id,
+            name=self.name,
+            state=state,
+            reason=self.reason,
+            bytes=self.bytes,
+            fragments=self.fragments,
+            executor=self.executor,
+            arguments=self.arguments if state is CallState.COMMITTED else None,
+            transitions=list(self.transitions),
+            repaired=self.repaired,
+            diagnosis=self.diagnosis,
+        )
+
+    def invalid_json_diagnosis(self, text: str, reason: str) -> dict[str, Any] | None:
+        """Where the joined ``text`` stopped being JSON: the fragment, byte and expected token
+        (see :func:`~assembler.jsonprefix.diagnose`); for text whose grammar holds but which
+        strictness refused (duplicate key, non-finite number...), ``{"kind": "semantic"}``
+        with the problem named by ``reason``."""
+        if self.fragments and self.lengths is not None:
+            found = diagnose(split_fragments(text, self.lengths))
+        elif not self.fragments:
+            found = diagnose([text])
+        else:
+            return self.diagnosis
+        if found is not None and found["kind"] == "complete":
+            return {"kind": "semantic", "problem": reason.partition(": ")[2] or "not strict JSON"}
+        return found
+
+    def cut_off(self, end: str) -> dict[str, Any]:
+        """Where the call's text stood when the stream ended ``end``: bytes, and the prefix state."""
+        where: dict[str, Any] = {"kind": "cut_off", "stream_end": end, "bytes": self.bytes, "fragments": self.fragments}
+        if self.buffer is not None and self.lengths is not None and self.fragments:
+            where["text"] = diagnose(split_fragments(self.buffer.decode("utf-8", "surrogatepass"), self.lengths))
+        return where
+
+
+def owed_results(calls: list[CallOutcome], committed_ids: set[str]) -> list[ToolResult]:
+    """One error result per tool_call_id of a client call that ended without committing and
+    was not dropped by a protocol repair; an id a committed call holds is answered by its
+    execution, and an id several records carried is answered once."""
+    results: list[ToolResult] = []
+    answered = set(committed_ids)
+    for c in calls:
+        if c.executor != "client" or c.state is CallState.COMMITTED or not c.state.terminal or c.repaired:
+            continue
+        if c.call_id is not None and c.call_id in answered:
+            continue
+        if c.call_id is not None:
+            answered.add(c.call_id)
+        results.append(ToolResult(c.call_id, True, c.reason or c.state.value))
+    return results

@@ -23,9 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from . import api, follow, library, observe, pages, triage_routes, ws
-from .render import Renderer
 from .fanout import Clock, Sleep
-from .replay import SessionStore
 from .security import SameOriginMiddleware
 from .live_routes import install as install_live
 from .live_store import LiveRenderer, LiveSessionStore
