@@ -22,6 +22,7 @@ from .har import is_har
 from .inputs import SNIFF, assemble_path
 from .model import StreamResult
 from .registry import RegistryError, ToolRegistry
+from .urls import scrub_url
 
 
 def _fail(message: str) -> int:
@@ -127,7 +128,7 @@ def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
     for raw in values or []:
         name, sep, value = raw.partition("=")
         if not sep or not name.strip() or not value.strip():
-            raise ConfigError(f"{option} {raw!r}: expected NAME=VALUE")
+            raise ConfigError(f"{option} {scrub_url(raw, limit=200)!r}: expected NAME=VALUE")
         out[name.strip()] = value.strip()
     return out
 
@@ -172,7 +173,9 @@ def _serve_config(path: str | None) -> tuple[AssembleConfig, dict[str, Any]]:
 def _check_upstreams(upstreams: dict[str, str]) -> None:
     for name, url in upstreams.items():
         if not url.startswith(("http://", "https://")) or "/" in name:
-            raise ConfigError(f"upstream {name}={url}: expected NAME=http(s)://host[:port][/path]")
+            # quoted as one URL, without userinfo or query: a URL given without NAME= splits at
+            # the "=" of its query, and either part may carry a credential
+            raise ConfigError(f"upstream {scrub_url(f'{name}={url}', limit=200)}: expected NAME=http(s)://host[:port][/path]")
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -205,11 +205,6 @@ def _har(url: str, text: str | None) -> bytes:
     return json.dumps({"log": {"entries": [entry]}}).encode()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: har.read_har's 'response body was not saved' error quotes request.url with its query string "
-    "(?key=AIza…), and the upload error page shows it (the query is stripped only for stored entries)",
-)
 def test_har_error_page_does_not_show_a_query_key(tmp_path: Path) -> None:
     url = f"https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent?alt=sse&key={GOOG}"
     with make_client(Settings(data_dir=tmp_path)) as client:
@@ -218,11 +213,6 @@ def test_har_error_page_does_not_show_a_query_key(tmp_path: Path) -> None:
     assert GOOG not in response.text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: har._strip_query keeps URL userinfo (https://user:password@host) and the fragment; the credential is "
-    "stored in the source's meta and served by /api/stored",
-)
 def test_har_url_credentials_are_not_stored_or_listed(tmp_path: Path) -> None:
     body = 'data: {"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":{"a":1}}}]},"finishReason":"STOP"}]}\n\n'
     url = f"https://user:{GOOG}@gateway.example.com/v1/chat"

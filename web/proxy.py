@@ -36,6 +36,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
+from assembler.urls import scrub_url
+
 from .live import LiveSession, LiveSource, endpoint_dialect
 from .live_store import LiveSessionStore
 from .mock import MockProvider, MockTransport
@@ -154,7 +156,9 @@ class Upstreams:
 
 
 def connect_error(name: str, base: str, exc: Exception) -> str:
-    where = "the built-in mock" if base == MOCK_BASE else base
+    """The message for an upstream that cannot be reached: its name, its base URL without
+    userinfo or query (:func:`~assembler.urls.scrub_url`), and the exception's type only."""
+    where = "the built-in mock" if base == MOCK_BASE else scrub_url(base)
     return f"toollatch proxy: cannot reach upstream {name!r} at {where} ({type(exc).__name__})."
 
 
