@@ -39,7 +39,8 @@ class AssembleConfig:
     - ``execute_before_stream_end`` with ``allow_pipelined_execute``: those tools commit at
       their own block end instead of the stream end.
     - ``ui_forward_partial_args``: forward progress (name, bytes) to the UI before commit;
-      never argument text.
+      never argument text. When false, a UI shows a call's name, id and state only until
+      its verdict (:func:`assembler.redact.hide_progress`).
     - ``arguments_must_be_object``: the arguments must be a JSON object.
     - ``on_invalid_json`` / ``on_args_overflow``: ``error_result`` (the call keeps exactly one
       error result) or ``drop_with_protocol_repair`` (the call is removed from the

@@ -237,6 +237,7 @@ class LiveSession(Session):
             clock=lambda: time.monotonic() - self._t0,
             name=self.source.name,
             metrics=getattr(self, "metrics", None),
+            progress_events=self.forward_progress,
         )
 
     @property

@@ -116,6 +116,7 @@ class Renderer:
             bar_percent=bar_percent,
             bar_ticks=[(human_bytes(n), bar_percent(n, settings.config.max_tool_argument_bytes)) for n in BAR_TICKS],
             max_bytes=settings.config.max_tool_argument_bytes,
+            forward_progress=settings.config.ui_forward_partial_args,
             rates=RATES,
             speeds=[(speed_value(v), speed_label(v)) for v in (*SPEEDS, FULL_SPEED)],
             CallState=CallState,
