@@ -8,12 +8,12 @@ stderr when it cannot be read or its dialect is not recognised.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from . import jsontext
 from .capture import CaptureError
 from .config import AssembleConfig, ConfigError
 from .dialects import ADAPTERS
@@ -46,10 +46,10 @@ def run_assemble(args: argparse.Namespace) -> int:
     if args.json:
         streams = [{"source": name, **r.to_json(), "history": build_history(r)} for name, r in sourced]
         doc: dict[str, Any] = {"source": str(path), "streams": streams}
-        _write(json.dumps(doc, ensure_ascii=False, indent=1, allow_nan=False) + "\n")
+        _write(jsontext.dumps(doc, indent=1, allow_nan=False) + "\n")
     elif args.history:
         histories = [build_history(r) for r in results]
-        _write(json.dumps(histories if len(histories) != 1 else histories[0], ensure_ascii=False, indent=1) + "\n")
+        _write(jsontext.dumps(histories if len(histories) != 1 else histories[0], indent=1) + "\n")
     else:
         _write(format_table(results))
     return 0
@@ -78,13 +78,13 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         redacted = redact_capture(data, str(source), args.dialect)
         results = [r for _, r in assemble_path(source, dialect=args.dialect)]
-    except CaptureError as exc:
+    except (CaptureError, ValueError) as exc:  # ValueError: an event that cannot be redacted
         return _fail(str(exc))
     report = out.with_name(out.name + ".report.json")
     summary = out.with_name(out.name + ".md")
     try:
         out.write_bytes(redacted)
-        report.write_text(json.dumps(json_report(results, source.name), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        report.write_text(jsontext.dumps(json_report(results, source.name), indent=1) + "\n", encoding="utf-8")
         summary.write_text(markdown_summary(results, source.name), encoding="utf-8")
     except OSError as exc:
         return _fail(f"{exc.filename}: cannot write: {exc.strerror}")

@@ -73,7 +73,7 @@ def describe_error(status: int, body: bytes) -> str:
             detail = f"{kind}: {error.get('message') or ''}".strip(": ")
         elif isinstance(error, str):
             detail = error
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         detail = ""
     detail = _TOKENISH.sub("[redacted]", detail)[:300]
     return f"Upstream answered {status}" + (f": {detail}" if detail else ".")
@@ -331,7 +331,7 @@ class LiveSession(Session):
             if dialect not in MOCK_DIALECTS or not isinstance(doc, dict):
                 raise ValueError("not a known response body")
             wire = synthesize_stream(dialect, doc, self.live_source.name)  # type: ignore[arg-type]
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: a body nested too deep to read
             self.error = f"The non-streaming response could not be read as a {dialect or 'known'} body ({type(exc).__name__})."
             return
         capture = IncrementalCapture(self.live_source.name)

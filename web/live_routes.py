@@ -27,6 +27,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from . import mock as mock_module
 from . import proxy
+from .api import DocumentResponse
 from .connect import ConnectError, auth_headers, build_request
 from .live_store import LiveRenderer, LiveSessionStore, recording_source
 from .settings import Settings
@@ -129,7 +130,7 @@ def _router(
             return error_page("Cannot replay", str(exc), exc.status)
         session = store.create(source)
         if "application/json" in request.headers.get("accept", ""):
-            return JSONResponse({**session.to_json(), "url": f"/sessions/{session.id}"}, status_code=201)
+            return DocumentResponse({**session.to_json(), "url": f"/sessions/{session.id}"}, status_code=201)
         return RedirectResponse(f"/sessions/{session.id}", status_code=303)
 
     @router.get("/api/live")

@@ -347,7 +347,7 @@ def new_session(store: LiveSessionStore, name: str, path: str, body: bytes) -> L
     """A live session for a request body (JSON when it parses; its ``tools`` the registry)."""
     try:
         request = json.loads(body) if body else None
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # not JSON, or nested too deep to read: no tools
         request = None
     endpoint = "/" + path.lstrip("/")
     source = LiveSource(f"{name}{endpoint}", upstream=name, endpoint=endpoint, dialect=endpoint_dialect(path),

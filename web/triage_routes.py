@@ -18,7 +18,6 @@ The ``triage`` member of ``GET /api/sessions/{id}`` comes from :func:`session_tr
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from assembler import jsontext
 from assembler.capture import CaptureError
 from assembler.export import redact_capture
 from assembler.model import StreamResult
@@ -139,7 +139,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         if isinstance(results, HTMLResponse):
             return results
         doc = json_report(results, session.source.name)
-        return _download(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", f"{_stem(session.source.name)}.report.json", "application/json")
+        return _download(jsontext.dumps(doc, indent=2) + "\n", f"{_stem(session.source.name)}.report.json", "application/json")
 
     @router.get("/sessions/{sid}/export.md")
     async def export_markdown(sid: str) -> Response:

@@ -15,9 +15,9 @@ whose ``input`` arrives whole (in ``content_block_start`` or in
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from .. import jsontext
 from ..capture import ProviderEvent
 from ..model import (
     ArgsFragment,
@@ -106,7 +106,7 @@ class AnthropicAdapter:
             return []
         self._tool_blocks.add(index)
         whole = block.get("input")
-        whole_text = json.dumps(whole, ensure_ascii=False) if whole not in (None, {}) else None
+        whole_text = jsontext.dumps(whole) if whole not in (None, {}) else None  # any depth: the latch judges it
         call_id = block.get("id") if isinstance(block.get("id"), str) else None
         name = block.get("name") if isinstance(block.get("name"), str) else None
         return [CallStart((index,), call_id, name, executor, whole_text)]
