@@ -4,6 +4,7 @@ event streams; format detection, cut-off files, errors that name file, line and 
 from __future__ import annotations
 
 import asyncio
+import html
 import io
 import json
 from pathlib import Path
@@ -246,3 +247,17 @@ def test_stored_har_urls_are_listed_without_credentials_even_if_stored_with_them
     assert [s["har"]["url"] for s in listed] == ["https://gw.example/v1"]
     assert client.get(f"/api/stored/{sid}").json()["har"]["url"] == "https://gw.example/v1"
     assert SECRET not in client.get("/").text
+
+
+def test_an_unusable_tools_schema_is_named_without_quoting_it(client: TestClient) -> None:
+    tools = [{"type": "function", "function": {"name": "t", "parameters": {"type": "object", "properties": {"k": {"type": SECRET}}}}}]
+    response = client.post(
+        "/sessions/upload",
+        files={"file": ("f.sse", SSE, "text/plain"), "tools": ("tools.json", json.dumps(tools).encode(), "application/json")},
+        data={"rate": "12"},
+        follow_redirects=False,
+    )
+    assert response.status_code == 422 and "/properties/k/type" in response.text and SECRET not in response.text
+    doc = json.loads(har(SSE, tools=tools))
+    response = upload(client, "t.har", json.dumps(doc).encode())
+    assert response.status_code == 422 and "tools cannot be used: tool 't': invalid JSON Schema: /properties/k/type" in html.unescape(response.text) and SECRET not in response.text
