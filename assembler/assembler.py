@@ -329,6 +329,7 @@ class Assembler:
                 registry=registry,
                 must_be_object=self.config.arguments_must_be_object,
                 reveal=self.reveal,
+                max_depth=self.config.max_tool_argument_depth,
             )
         if self.metrics is not None:
             self.metrics.call_finalized(self.dialect, call.name, call.bytes)

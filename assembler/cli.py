@@ -8,12 +8,12 @@ stderr when it cannot be read or its dialect is not recognised.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from . import jsontext
 from .capture import CaptureError
 from .config import AssembleConfig, ConfigError
 from .dialects import ADAPTERS
@@ -22,6 +22,7 @@ from .har import is_har
 from .inputs import SNIFF, assemble_path
 from .model import StreamResult
 from .registry import RegistryError, ToolRegistry
+from .urls import scrub_url
 
 
 def _fail(message: str) -> int:
@@ -45,10 +46,10 @@ def run_assemble(args: argparse.Namespace) -> int:
     if args.json:
         streams = [{"source": name, **r.to_json(), "history": build_history(r)} for name, r in sourced]
         doc: dict[str, Any] = {"source": str(path), "streams": streams}
-        _write(json.dumps(doc, ensure_ascii=False, indent=1, allow_nan=False) + "\n")
+        _write(jsontext.dumps(doc, indent=1, allow_nan=False) + "\n")
     elif args.history:
         histories = [build_history(r) for r in results]
-        _write(json.dumps(histories if len(histories) != 1 else histories[0], ensure_ascii=False, indent=1) + "\n")
+        _write(jsontext.dumps(histories if len(histories) != 1 else histories[0], indent=1) + "\n")
     else:
         _write(format_table(results))
     return 0
@@ -77,13 +78,13 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         redacted = redact_capture(data, str(source), args.dialect)
         results = [r for _, r in assemble_path(source, dialect=args.dialect)]
-    except CaptureError as exc:
+    except (CaptureError, ValueError) as exc:  # ValueError: an event that cannot be redacted
         return _fail(str(exc))
     report = out.with_name(out.name + ".report.json")
     summary = out.with_name(out.name + ".md")
     try:
         out.write_bytes(redacted)
-        report.write_text(json.dumps(json_report(results, source.name), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        report.write_text(jsontext.dumps(json_report(results, source.name), indent=1) + "\n", encoding="utf-8")
         summary.write_text(markdown_summary(results, source.name), encoding="utf-8")
     except OSError as exc:
         return _fail(f"{exc.filename}: cannot write: {exc.strerror}")
@@ -127,7 +128,7 @@ def _pairs(values: list[str] | None, option: str) -> dict[str, str]:
     for raw in values or []:
         name, sep, value = raw.partition("=")
         if not sep or not name.strip() or not value.strip():
-            raise ConfigError(f"{option} {raw!r}: expected NAME=VALUE")
+            raise ConfigError(f"{option} {scrub_url(raw, limit=200)!r}: expected NAME=VALUE")
         out[name.strip()] = value.strip()
     return out
 
@@ -172,7 +173,9 @@ def _serve_config(path: str | None) -> tuple[AssembleConfig, dict[str, Any]]:
 def _check_upstreams(upstreams: dict[str, str]) -> None:
     for name, url in upstreams.items():
         if not url.startswith(("http://", "https://")) or "/" in name:
-            raise ConfigError(f"upstream {name}={url}: expected NAME=http(s)://host[:port][/path]")
+            # quoted as one URL, without userinfo or query: a URL given without NAME= splits at
+            # the "=" of its query, and either part may carry a credential
+            raise ConfigError(f"upstream {scrub_url(f'{name}={url}', limit=200)}: expected NAME=http(s)://host[:port][/path]")
 
 
 def run_serve(args: argparse.Namespace) -> int:

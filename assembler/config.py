@@ -21,6 +21,11 @@ CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The largest ``max_tool_argument_depth`` accepted: deeper values could not be handed to
+#: recursive consumers (``json``, JSON Schema validators, template engines) safely.
+ARGUMENT_DEPTH_CEILING = 256
+
+
 class ConfigError(ValueError):
     """A configuration file or value is unusable; the message names the file and the key."""
 
@@ -31,6 +36,9 @@ class AssembleConfig:
 
     - ``max_tool_argument_bytes``: UTF-8 bytes per call; beyond, the call FAILS
       ``arguments_exceed_max_bytes`` and its buffer is released.
+    - ``max_tool_argument_depth``: nesting levels of arrays and objects in the arguments
+      (``{"a": [1]}`` is 2), 1 to :data:`ARGUMENT_DEPTH_CEILING`; deeper text FAILS
+      ``arguments_too_deep`` at finalization, before it is parsed.
     - ``max_tool_calls_in_flight_assemble``: calls assembling at once in one stream; beyond,
       a FAILED ``too_many_tool_calls`` placeholder.
     - ``max_tool_calls_per_run``: committed calls across the turns (streams) of one
@@ -39,7 +47,8 @@ class AssembleConfig:
     - ``execute_before_stream_end`` with ``allow_pipelined_execute``: those tools commit at
       their own block end instead of the stream end.
     - ``ui_forward_partial_args``: forward progress (name, bytes) to the UI before commit;
-      never argument text.
+      never argument text. When false, a UI shows a call's name, id and state only until
+      its verdict (:func:`assembler.redact.hide_progress`).
     - ``arguments_must_be_object``: the arguments must be a JSON object.
     - ``on_invalid_json`` / ``on_args_overflow``: ``error_result`` (the call keeps exactly one
       error result) or ``drop_with_protocol_repair`` (the call is removed from the
@@ -49,6 +58,7 @@ class AssembleConfig:
     """
 
     max_tool_argument_bytes: int = 262_144
+    max_tool_argument_depth: int = 64
     max_tool_calls_in_flight_assemble: int = 32
     max_tool_calls_per_run: int | None = None
     assemble_idle_timeout_s: float = 60.0
@@ -129,6 +139,10 @@ def _check(key: str, value: Any, default: Any, source: str) -> Any:
             return None
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise bad("a whole number >= 0 (or null for no limit)")
+        return value
+    if key == "max_tool_argument_depth":
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= ARGUMENT_DEPTH_CEILING:
+            raise bad(f"a whole number from 1 to {ARGUMENT_DEPTH_CEILING}")
         return value
     if isinstance(default, bool):
         if not isinstance(value, bool):

@@ -21,10 +21,12 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from . import jsontext
 from .capture import DONE, ProviderEvent, iter_capture
 from .dialects import ADAPTERS, detect, make_adapter
 from .model import ArgsFragment, CallStart
 from .jsonprefix import JSONPrefixScanner
+from .pipeline import ADAPTER_FAULTS
 
 Json = Any
 
@@ -40,14 +42,9 @@ def mask_json_text(text: str) -> str:
 
 
 def mask_value(value: Json) -> Json:
-    """Replace every string value (not key) in a decoded JSON value by a placeholder."""
-    if isinstance(value, str):
-        return placeholder(value)
-    if isinstance(value, list):
-        return [mask_value(v) for v in value]
-    if isinstance(value, dict):
-        return {k: mask_value(v) for k, v in value.items()}
-    return value
+    """Replace every string value (not key) in a decoded JSON value by a placeholder (a copy,
+    built iteratively: any nesting depth)."""
+    return jsontext.rebuild(value, lambda v: placeholder(v) if isinstance(v, str) else v)
 
 
 class _Fragments:
@@ -155,7 +152,7 @@ class _Redactor:
         if isinstance(chunk, dict) and isinstance(chunk.get("bytes"), str):
             inner = json.loads(base64.b64decode(chunk["bytes"]))
             self.anthropic(inner)
-            chunk["bytes"] = base64.b64encode(json.dumps(inner, ensure_ascii=False).encode()).decode()
+            chunk["bytes"] = base64.b64encode(jsontext.dumps(inner).encode()).decode()
 
     def openai_responses(self, data: dict[str, Any]) -> None:
         kind = data.get("type") or ""
@@ -242,7 +239,7 @@ def redact_events(events: Iterable[ProviderEvent], dialect: str | None = None) -
         if adapter is not None:
             try:
                 ops = adapter.feed(event)
-            except (TypeError, ValueError, KeyError, AttributeError, IndexError):
+            except ADAPTER_FAULTS:
                 ops = []
         for op in ops:
             if type(op) is CallStart:
@@ -250,20 +247,32 @@ def redact_events(events: Iterable[ProviderEvent], dialect: str | None = None) -
         redactor.keys = iter([op.key for op in ops if type(op) is ArgsFragment])
         data = event.data
         if data != DONE and isinstance(data, dict) and dialect in _DIALECT_METHOD:
-            data = json.loads(json.dumps(data))  # a private copy to rewrite
+            data = jsontext.rebuild(data)  # a private copy to rewrite
             getattr(redactor, _DIALECT_METHOD[dialect])(data)
         out.append(event._replace(data=data, raw=None))  # the original text is not redacted
     return out
 
 
 def redact_capture(data: bytes, name: str = "<input>", dialect: str | None = None) -> bytes:
-    """A redacted reproducer of a capture: SSE stays SSE, anything else becomes JSON Lines."""
+    """A redacted reproducer of a capture: SSE stays SSE, anything else becomes JSON Lines.
+
+    Raises ``ValueError`` when an event cannot be redacted (e.g. a Bedrock ``chunk.bytes``
+    that is not JSON), naming ``name``; events of any nesting depth the capture reader
+    accepts are redacted.
+    """
+    try:
+        return _redact_capture(data, name, dialect)
+    except RecursionError:  # a path not made iterative yet: a clear error, never a traceback
+        raise ValueError(f"{name}: an event nests too deep to redact") from None
+
+
+def _redact_capture(data: bytes, name: str, dialect: str | None) -> bytes:
     head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     as_sse = not head.startswith(b"{") and not _is_binary(head)
     events = redact_events(iter_capture([data], name), dialect)
     lines: list[str] = []
     for event in events:
-        payload = DONE if event.data == DONE else json.dumps(event.data, ensure_ascii=False, separators=(",", ":"))
+        payload = DONE if event.data == DONE else jsontext.dumps(event.data, separators=(",", ":"))
         if as_sse:
             lines.append(_sse_event(event, payload))
         else:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .jsontext import text_depth
 from .model import Reason
 from .registry import ToolRegistry
 
@@ -122,14 +123,19 @@ def check_arguments(
     registry: ToolRegistry | None,
     must_be_object: bool = True,
     reveal: bool = False,
+    max_depth: int | None = None,
 ) -> Verdict:
     """Apply latch conditions 2-4 (registry, strict JSON, object, schema) to joined text.
 
-    Empty text means "no arguments" and finalizes as ``{}``. Reasons never quote the
-    argument text unless ``reveal`` is true.
+    Empty text means "no arguments" and finalizes as ``{}``. Text nested deeper than
+    ``max_depth`` levels of arrays and objects fails ``arguments_too_deep`` before it is
+    parsed (:func:`~assembler.jsontext.text_depth`). Reasons never quote the argument text
+    unless ``reveal`` is true.
     """
     if registry is not None and name not in registry:
         return Verdict(None, Reason.UNKNOWN_TOOL.with_detail(f"{name} is not registered for this turn"))
+    if max_depth is not None and text.count("[") + text.count("{") > max_depth and (depth := text_depth(text)) > max_depth:
+        return Verdict(None, Reason.ARGUMENTS_TOO_DEEP.with_detail(f"nested {depth} levels deep; the limit is {max_depth}"))
     if text == "":
         value: Any = {}
     else:

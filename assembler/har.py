@@ -4,7 +4,9 @@ Provider-independent: an entry is *streaming* when its response MIME type is an 
 stream (``text/event-stream``, ``application/vnd.amazon.eventstream``) or JSON Lines, or
 its request body asked for ``"stream": true``. The entry's response body becomes the
 capture (``content.encoding: base64`` decoded); the ``tools`` array of its request body
-becomes the registry. Headers and cookies are never read, so nothing of them is kept.
+becomes the registry. Headers and cookies are never read, so nothing of them is kept; of
+the request URL only scheme, host, port and path are kept or quoted (:func:`~assembler.urls.scrub_url`:
+no userinfo, query or fragment, where credentials travel), in the entries and in every error.
 
 HAR is one JSON document, so it is parsed whole (the file's size bounds memory).
 """
@@ -18,13 +20,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from .capture import CaptureError
+from .urls import scrub_url
 
 _STREAM_TYPES = ("event-stream", "eventstream", "jsonl", "ndjson", "x-ndjson")
+#: Characters of a (scrubbed) request URL quoted in an error message, and kept, at most.
+MAX_URL_QUOTED = 200
+MAX_URL_KEPT = 2048
+#: Characters of a request method kept, at most.
+MAX_METHOD = 16
 
 
 @dataclass(frozen=True, slots=True)
 class HarStream:
-    """One streaming exchange: ``body`` is the response bytes, ``tools`` the request's tools."""
+    """One streaming exchange: ``body`` is the response bytes, ``tools`` the request's tools.
+
+    ``url`` is the request URL without userinfo, query or fragment (at most
+    :data:`MAX_URL_KEPT` characters); ``method`` at most :data:`MAX_METHOD`.
+    """
 
     name: str
     method: str
@@ -45,7 +57,11 @@ def is_har(head: bytes) -> bool:
 
 
 def read_har(data: bytes, name: str = "<input>") -> list[HarStream]:
-    """The streaming entries of a HAR export, in file order; raises :class:`CaptureError`."""
+    """The streaming entries of a HAR export, in file order; raises :class:`CaptureError`.
+
+    Errors name the file and the entry (0-based, as in ``log.entries``); a request URL in a
+    message is scrubbed like the stored one.
+    """
     try:
         doc = json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
@@ -68,7 +84,8 @@ def read_har(data: bytes, name: str = "<input>") -> list[HarStream]:
             continue
         text = content.get("text")
         if not isinstance(text, str):
-            raise CaptureError(f"{name}: entry {i} ({request.get('url', '?')}): the response body was not saved in the HAR")
+            where = scrub_url(request.get("url"), limit=MAX_URL_QUOTED) or "?"
+            raise CaptureError(f"{name}: entry {i} ({where}): the response body was not saved in the HAR")
         if content.get("encoding") == "base64":
             try:
                 body = base64.b64decode(text, validate=True)
@@ -78,9 +95,11 @@ def read_har(data: bytes, name: str = "<input>") -> list[HarStream]:
             body = text.encode("utf-8", "surrogatepass")
         tools = body_json.get("tools") or None  # an empty list registers nothing: no registry
         tools = tools if isinstance(tools, list) else None
-        method, url = str(request.get("method") or "?"), str(request.get("url") or "?")
+        method = request.get("method")
+        method = method[:MAX_METHOD] if isinstance(method, str) and method else "?"
+        url = scrub_url(request.get("url"), limit=MAX_URL_KEPT) or "?"
         status = response.get("status") if isinstance(response.get("status"), int) else 0
-        streams.append(HarStream(f"{name}#entry{i}", method, _strip_query(url), status, body, tools))
+        streams.append(HarStream(f"{name}#entry{i}", method, url, status, body, tools))
     return streams
 
 
@@ -92,7 +111,3 @@ def _request_json(request: dict[str, Any]) -> dict[str, Any]:
         return {}
     return body if isinstance(body, dict) else {}
 
-
-def _strip_query(url: str) -> str:
-    # query strings can carry keys (?key=... for Gemini): never keep them
-    return url.split("?", 1)[0]

@@ -15,11 +15,11 @@ items); Bedrock Converse (``toolUse`` + ``toolResult`` with ``status``); Gemini
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from . import jsontext
 from .model import CallOutcome, CallState, StreamResult, ToolResult
 
 Message = dict[str, Any]
@@ -70,7 +70,7 @@ def _openai(calls: list[CallOutcome], results: list[tuple[CallOutcome, ToolResul
             {
                 "id": c.call_id,
                 "type": "function",
-                "function": {"name": c.name, "arguments": json.dumps(_args(c), ensure_ascii=False, separators=(",", ":"))},
+                "function": {"name": c.name, "arguments": jsontext.dumps(_args(c), separators=(",", ":"))},
             }
             for c in calls
         ],
@@ -96,7 +96,7 @@ def _anthropic(calls: list[CallOutcome], results: list[tuple[CallOutcome, ToolRe
 
 def _responses(calls: list[CallOutcome], results: list[tuple[CallOutcome, ToolResult]]) -> list[Message]:
     items: list[Message] = [
-        {"type": "function_call", "call_id": c.call_id, "name": c.name, "arguments": json.dumps(_args(c), ensure_ascii=False)}
+        {"type": "function_call", "call_id": c.call_id, "name": c.name, "arguments": jsontext.dumps(_args(c))}
         for c in calls
     ]
     items += [{"type": "function_call_output", "call_id": r.tool_call_id, "output": r.content} for _, r in results]

@@ -51,6 +51,7 @@ class Reason(str, enum.Enum):
     INVALID_JSON = "invalid_json"
     ARGUMENTS_NOT_OBJECT = "arguments_not_object"
     ARGUMENTS_EXCEED_MAX_BYTES = "arguments_exceed_max_bytes"
+    ARGUMENTS_TOO_DEEP = "arguments_too_deep"
     TOO_MANY_TOOL_CALLS = "too_many_tool_calls"
     MISSING_ID_OR_NAME = "missing_id_or_name"
     UNKNOWN_TOOL = "unknown_tool"

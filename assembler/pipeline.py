@@ -23,6 +23,10 @@ from .registry import ToolRegistry
 #: Events read without learning the dialect before giving up.
 DETECTION_WINDOW = 64
 
+#: What a dialect adapter may raise on an event of a shape it does not expect (RecursionError:
+#: a value nested deeper than a recursive step can go): the stream fails at a named place.
+ADAPTER_FAULTS = (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError)
+
 
 class Pipeline:
     """Assembles every stream of one input.
@@ -88,7 +92,7 @@ class Pipeline:
             # the hot path: a plain event of a known dialect, in a stream already begun
             try:
                 ops = adapter.feed(event)
-            except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+            except ADAPTER_FAULTS as exc:
                 return self._apply_all([self._uninterpretable(event, exc)])
             if len(ops) == 1 and type(ops[0]) is ArgsFragment:
                 return self._streams[-1].apply(ops[0])
@@ -169,7 +173,7 @@ class Pipeline:
             return self._apply_all([*framing, StreamError(event.error)])
         try:
             ops = self._adapter.feed(event)
-        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        except ADAPTER_FAULTS as exc:
             ops = [self._uninterpretable(event, exc)]
         return self._apply_all(framing + ops if framing else ops)
 
@@ -178,7 +182,8 @@ class Pipeline:
         # named place instead of crashing. The exception text is not shown: it could
         # quote event content.
         where = f"{self.name}:{event.line} (byte {event.offset})"
-        return StreamError(f"{where}: cannot interpret {self._dialect} event ({type(exc).__name__})")
+        why = "nested too deep" if isinstance(exc, RecursionError) else type(exc).__name__
+        return StreamError(f"{where}: cannot interpret {self._dialect} event ({why})")
 
     def _apply_all(self, ops: list[Op]) -> list[AssemblyEvent]:
         if len(ops) == 1 and type(ops[0]) is ArgsFragment and self._streams:  # the hot path

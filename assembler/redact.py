@@ -4,14 +4,19 @@
 argument text**: tool name, ``call_id``, state, byte and fragment counts, reason code and
 timestamps only. Committed arguments are fetched separately, and only after the latch
 (:meth:`assembler.assembler.Assembler.committed`).
+
+With ``ui_forward_partial_args: false`` even the counts of a call that has no verdict yet
+are withheld: :func:`hide_progress` and :func:`hide_open_progress` give the views and
+results a UI may show then (name, id, state; ``bytes`` and ``fragments`` 0 until the call
+is COMMITTED, FAILED or CANCELLED).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .model import CallKey, CallState, Executor, StreamEndKind, Transition
+from .model import CallKey, CallState, Executor, StreamEndKind, StreamResult, Transition
 
 EventKind = Literal["stream_start", "call_opened", "identity", "fragment", "state", "stream_end", "quirk"]
 
@@ -78,4 +83,19 @@ class AssemblyEvent:
         }
 
 
-__all__ = ["AssemblyEvent", "CallView", "CallState", "EventKind"]
+def hide_progress(view: CallView) -> CallView:
+    """``view`` with ``bytes`` and ``fragments`` 0 unless the call has its verdict (a
+    terminal state); a view that shows no progress is returned as is."""
+    if view.state.terminal or (view.bytes == 0 and view.fragments == 0):
+        return view
+    return replace(view, bytes=0, fragments=0)
+
+
+def hide_open_progress(result: StreamResult) -> StreamResult:
+    """``result`` with the ``bytes`` and ``fragments`` of every call that has no verdict yet
+    set to 0 (a copy; calls with a verdict are kept as they are)."""
+    calls = [c if c.state.terminal else replace(c, bytes=0, fragments=0) for c in result.calls]
+    return replace(result, calls=calls)
+
+
+__all__ = ["AssemblyEvent", "CallView", "CallState", "EventKind", "hide_open_progress", "hide_progress"]

@@ -54,6 +54,15 @@ def _property_names(schema: Any) -> frozenset[str]:
     return frozenset(names)
 
 
+def _schema_fault(exc: js_exceptions.SchemaError) -> str:
+    """Where a schema breaks its meta-schema and which rule, without quoting the schema's
+    values (jsonschema's message does; a schema may hold defaults or examples)."""
+    pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in exc.absolute_path) or "/"
+    if exc.validator == "type":
+        return f"{pointer} must be of type {' or '.join(exc.validator_value) if isinstance(exc.validator_value, list) else exc.validator_value}"
+    return f"{pointer} breaks the meta-schema's {exc.validator!r} rule"
+
+
 class ToolRegistry:
     """Registered tool names, each with an optional compiled JSON Schema validator."""
 
@@ -68,7 +77,7 @@ class ToolRegistry:
             try:
                 cls.check_schema(schema)
             except js_exceptions.SchemaError as exc:
-                raise RegistryError(f"tool {name!r}: invalid JSON Schema: {exc.message}") from None
+                raise RegistryError(f"tool {name!r}: invalid JSON Schema: {_schema_fault(exc)}") from None
             self._validators[name] = cls(schema)
 
     @classmethod

@@ -20,7 +20,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_defaults_are_the_design_table() -> None:
     cfg = AssembleConfig()
-    assert cfg.max_tool_argument_bytes == 262144
+    assert cfg.max_tool_argument_bytes == 262144 and cfg.max_tool_argument_depth == 64
     assert cfg.max_tool_calls_in_flight_assemble == 32
     assert cfg.assemble_idle_timeout_s == 60
     assert cfg.execute_before_stream_end is False and cfg.allow_pipelined_execute == ()
@@ -34,6 +34,7 @@ def test_every_key_is_read(tmp_path: Path) -> None:
         """
 agent_stream_assemble:
   max_tool_argument_bytes: 1000
+  max_tool_argument_depth: 12
   max_tool_calls_in_flight_assemble: 4
   max_tool_calls_per_run: 3
   assemble_idle_timeout_s: 2.5
@@ -50,6 +51,7 @@ agent_stream_assemble:
     cfg = AssembleConfig.load(path)
     assert cfg.to_json() == {
         "max_tool_argument_bytes": 1000,
+        "max_tool_argument_depth": 12,
         "max_tool_calls_in_flight_assemble": 4,
         "max_tool_calls_per_run": 3,
         "assemble_idle_timeout_s": 2.5,
@@ -72,6 +74,9 @@ agent_stream_assemble:
         ("agent_stream_assemble:\n  max_tool_argument_bytes: -1\n", "max_tool_argument_bytes"),
         ("agent_stream_assemble:\n  max_tool_argument_bytes: true\n", "max_tool_argument_bytes"),
         ("agent_stream_assemble:\n  assemble_idle_timeout_s: 0\n", "assemble_idle_timeout_s"),
+        ("agent_stream_assemble:\n  max_tool_argument_depth: 0\n", "max_tool_argument_depth: 0 is not a whole number from 1 to 256"),
+        ("agent_stream_assemble:\n  max_tool_argument_depth: 257\n", "max_tool_argument_depth: 257 is not a whole number from 1 to 256"),
+        ("agent_stream_assemble:\n  max_tool_argument_depth: 8.5\n", "max_tool_argument_depth"),
         ("agent_stream_assemble:\n  on_invalid_json: repair\n", "one of error_result, drop_with_protocol_repair"),
         ("agent_stream_assemble:\n  finalize_order: random\n", "finalize_order"),
         ("agent_stream_assemble:\n  allow_pipelined_execute: get_weather\n", "allow_pipelined_execute"),

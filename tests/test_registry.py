@@ -71,6 +71,21 @@ def test_invalid_schema_is_rejected_with_the_tool_name() -> None:
 
 
 @pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"type": "object", "properties": {"x": {"type": "sk-live-CANARY42"}}}, "/properties/x/type breaks the meta-schema's 'anyOf' rule"),
+        ({"type": "object", "required": "sk-live-CANARY42"}, "/required must be of type array"),
+        ({"minLength": "sk-live-CANARY42"}, "/minLength must be of type integer"),
+        ({"properties": {"a/b~": {"enum": "sk-live-CANARY42"}}}, "/properties/a~1b~0/enum must be of type array"),
+    ],
+)
+def test_an_invalid_schema_is_named_by_place_and_rule_without_quoting_it(schema: dict, message: str) -> None:
+    with pytest.raises(RegistryError) as info:
+        ToolRegistry.from_tools([{"name": "t", "input_schema": schema}])
+    assert str(info.value) == f"tool 't': invalid JSON Schema: {message}"
+
+
+@pytest.mark.parametrize(
     "tools",
     [
         [{"type": "function", "function": {"parameters": SCHEMA}}],

@@ -251,11 +251,6 @@ def test_an_echoed_credential_is_not_shown_on_the_live_page(tmp_path: Path, mode
 # ------------------------------------------------------------------ configuration
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ui_forward_partial_args is read by nothing (grep: only config.py and tests): with it set to false the "
-    "dashboard still forwards per-fragment byte and fragment counts of an OPEN call",
-)
 def test_ui_forward_partial_args_false_forwards_no_progress(tmp_path: Path) -> None:
     from assembler.config import AssembleConfig
 

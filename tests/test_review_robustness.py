@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from starlette.testclient import TestClient
 
 from assembler import read_capture
@@ -46,12 +45,6 @@ def live(client: TestClient) -> Any:
     return session
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a committed call whose arguments nest ~950 deep (strict_loads accepts it) breaks rendering: "
-    "render.pretty_arguments (json.dumps indent=2, pure-Python encoder) and the JSON twin raise RecursionError, so "
-    "the session page and /api/sessions/{id} answer 500",
-)
 def test_a_deeply_nested_committed_call_still_renders(tmp_path: Path) -> None:
     with make_client(Settings(data_dir=tmp_path)) as client:
         client_ = TestClient(client.app, base_url=BASE, raise_server_exceptions=False)

@@ -4,6 +4,7 @@ event streams; format detection, cut-off files, errors that name file, line and 
 from __future__ import annotations
 
 import asyncio
+import html
 import io
 import json
 from pathlib import Path
@@ -209,3 +210,54 @@ def test_errors_name_file_line_and_byte(client: TestClient, name: str, data: byt
     assert 400 <= response.status_code < 500
     assert where in response.text and "Traceback" not in response.text
     assert client.get("/api/stored").json()["total"] == 0  # nothing stored when unreadable
+
+
+# ------------------------------------------------------------------ credentials in HAR inputs
+
+
+def _har_without_body(url: str) -> bytes:
+    doc = json.loads(har(SSE))
+    del doc["log"]["entries"][1]["response"]["content"]["text"]
+    doc["log"]["entries"][1]["request"]["url"] = url
+    return json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize("send", [upload, paste], ids=["file", "paste"])
+def test_a_rejected_har_shows_no_credential(client: TestClient, send) -> None:  # type: ignore[no-untyped-def]
+    data = _har_without_body(f"https://u:{SECRET}@api.example/v1/chat/completions?key={SECRET}#{SECRET}")
+    response = send(client, "t.har", data) if send is upload else send(client, data.decode())
+    assert response.status_code == 422
+    assert "entry 1 (https://api.example/v1/chat/completions): the response body was not saved" in response.text
+    assert SECRET not in response.text  # neither the URL nor the pasted HAR's Authorization header or cookie
+
+
+def test_a_rejected_har_paste_is_not_put_back_but_other_pastes_are(client: TestClient) -> None:
+    response = paste(client, _har_without_body("https://api.example/v1").decode())
+    assert response.status_code == 422 and "The pasted HAR export is not shown again" in response.text
+    text = "data: {not json\n\n"
+    response = paste(client, text)
+    assert response.status_code == 422 and "not shown again" not in response.text and "data: {not json" in response.text
+
+
+def test_stored_har_urls_are_listed_without_credentials_even_if_stored_with_them(client: TestClient) -> None:
+    store = client.app.state.sources  # type: ignore[attr-defined]
+    meta = {"format": "sse", "har": {"entry": "entry1", "method": "POST", "url": f"https://u:{SECRET}@gw.example/v1?key={SECRET}", "status": 200}}
+    sid = store.save(kind="upload", name="old.har#entry1", body=SSE, meta=meta)
+    listed = client.get("/api/stored").json()["sources"]
+    assert [s["har"]["url"] for s in listed] == ["https://gw.example/v1"]
+    assert client.get(f"/api/stored/{sid}").json()["har"]["url"] == "https://gw.example/v1"
+    assert SECRET not in client.get("/").text
+
+
+def test_an_unusable_tools_schema_is_named_without_quoting_it(client: TestClient) -> None:
+    tools = [{"type": "function", "function": {"name": "t", "parameters": {"type": "object", "properties": {"k": {"type": SECRET}}}}}]
+    response = client.post(
+        "/sessions/upload",
+        files={"file": ("f.sse", SSE, "text/plain"), "tools": ("tools.json", json.dumps(tools).encode(), "application/json")},
+        data={"rate": "12"},
+        follow_redirects=False,
+    )
+    assert response.status_code == 422 and "/properties/k/type" in response.text and SECRET not in response.text
+    doc = json.loads(har(SSE, tools=tools))
+    response = upload(client, "t.har", json.dumps(doc).encode())
+    assert response.status_code == 422 and "tools cannot be used: tool 't': invalid JSON Schema: /properties/k/type" in html.unescape(response.text) and SECRET not in response.text

@@ -7,7 +7,8 @@ session document. A value out of range is refused with ``400`` and a message nam
 range (the HTML forms clamp it instead, with a notice: :mod:`web.controls`).
 
 A session document also carries ``delivery``: renders so far and, per WebSocket viewer,
-frames offered, sent, dropped (progress only) and full-state resyncs.
+frames offered, sent, dropped (progress only) and full-state resyncs. Session documents
+hold committed arguments, so they are sent as :class:`DocumentResponse` (any nesting depth).
 """
 
 from __future__ import annotations
@@ -17,10 +18,20 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from assembler import jsontext
+
 from .replay import MAX_RATE, MIN_RATE, SessionStore
 from .settings import FULL_SPEED, Settings, parse_speed
 from .sources import SourceError, capture_list, demo_list, load_capture, load_demo
 from .triage_routes import session_triage
+
+
+class DocumentResponse(JSONResponse):
+    """A JSON response encoded at any nesting depth (:func:`assembler.jsontext.dumps`), the
+    same bytes starlette's :class:`JSONResponse` gives where that one can encode the value."""
+
+    def render(self, content: Any) -> bytes:
+        return jsontext.dumps(content, allow_nan=False, separators=(",", ":")).encode("utf-8")
 
 
 def build_router(settings: Settings, store: SessionStore) -> APIRouter:
@@ -62,7 +73,7 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
         if found is None:
             return JSONResponse({"error": f"no session {sid!r}"}, status_code=404)
         triage = await session_triage(found, request.app.state.sources)  # diagnoses, naive lane, exports
-        return JSONResponse({**found.to_json(), "watchers": store.watchers(found), "delivery": store.delivery(found), "triage": triage})
+        return DocumentResponse({**found.to_json(), "watchers": store.watchers(found), "delivery": store.delivery(found), "triage": triage})
 
     @router.post("/sessions")
     async def create(request: Request) -> JSONResponse:
@@ -92,6 +103,6 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
         except SourceError as exc:
             return JSONResponse({"error": str(exc)}, status_code=exc.status)
         created = store.create(source, rate=float(rate) if rate is not None else None, speed=speed, autoplay=bool(body.get("autoplay", True)))
-        return JSONResponse({**created.to_json(), "url": f"/sessions/{created.id}"}, status_code=201)
+        return DocumentResponse({**created.to_json(), "url": f"/sessions/{created.id}"}, status_code=201)
 
     return router

@@ -149,7 +149,7 @@ def describe_error(status: int, body: bytes) -> str:
             detail = f"{kind}: {error.get('message') or ''}".strip(": ")
         elif isinstance(error, str):
             detail = error
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # not JSON, or nested too deep to read
         detail = ""
     detail = _TOKENISH.sub("[redacted]", detail)[:300]
     return f"Upstream answered {status}" + (f": {detail}" if detail else ".")

@@ -32,7 +32,7 @@ from assembler.config import AssembleConfig
 from assembler.har import is_har, read_har
 from assembler.model import StreamResult
 from assembler.pipeline import Pipeline
-from assembler.registry import ToolRegistry
+from assembler.registry import RegistryError, ToolRegistry
 
 from .credentials import redact_url
 from .sources import LoadedSource, SourceError, iter_events, parse_tools
@@ -224,8 +224,10 @@ def _registry(tools: list[Any] | None, name: str) -> ToolRegistry | None:
         return None
     try:
         return ToolRegistry.from_tools(tools)
-    except Exception as exc:  # RegistryError, or a shape the registry does not expect
+    except RegistryError as exc:  # names the tool and the place, never a schema value
         raise SourceError(f"{name}: the request's tools cannot be used: {exc}") from None
+    except Exception as exc:  # a shape the registry does not expect: its text could quote the request
+        raise SourceError(f"{name}: the request's tools cannot be used ({type(exc).__name__}).") from None
 
 
 def _pieces(name: str, data: bytes, tools: list[Any] | None) -> Iterator[tuple[str, bytes, list[Any] | None, dict[str, Any]]]:

@@ -24,8 +24,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from assembler.urls import scrub_url
+
 from .controls import BadValue, Pace, start_pace
-from .ingest import FORMAT_LABELS, detect_format, ingest, load_stored, read_upload
+from .ingest import FORMAT_LABELS, SNIFF, detect_format, ingest, load_stored, read_upload
 from .render import Renderer
 from .replay import SessionStore
 from .settings import Settings
@@ -46,9 +48,11 @@ def _query(query: Mapping[str, Any] | None) -> dict[str, str]:
 
 
 def source_json(src: StoredSource) -> dict[str, Any]:
-    """A stored source's listing entry (no body, no argument text)."""
+    """A stored source's listing entry (no body, no argument text, no URL query or userinfo)."""
     summary = src.summary or {}
     har = src.meta.get("har") if isinstance(src.meta.get("har"), dict) else None
+    if har is not None and "url" in har:  # scrubbed when stored; again for sources stored before that
+        har = {**har, "url": scrub_url(har["url"])}
     return {
         "id": src.id,
         "kind": src.kind,
@@ -101,13 +105,18 @@ async def receive_upload(request: Request, settings: Settings, store: Store) -> 
 
     The file is read in 1 MiB pieces up to ``max_upload_bytes``; pasted text (field
     ``paste``) is used when no file was chosen. Raises :class:`UploadError` (4xx), which
-    carries the pasted text so the form can be shown again with it.
+    carries the pasted text so the form can be shown again with it, unless it is a HAR
+    export: its request headers, cookies and URLs may hold credentials, which the dashboard
+    never serves back.
     """
     pasted: list[str] = []
     try:
         return await _receive_upload(request, settings, store, pasted)
     except SourceError as exc:
-        raise UploadError(str(exc), exc.status, pasted[0] if pasted else None) from None
+        message, paste = str(exc), pasted[0] if pasted else None
+        if paste is not None and detect_format(paste[:SNIFF].encode("utf-8", "surrogatepass")) == "har":
+            message, paste = message + " The pasted HAR export is not shown again: it may hold credentials in its headers.", None
+        raise UploadError(message, exc.status, paste) from None
 
 
 async def _receive_upload(request: Request, settings: Settings, store: Store, pasted: list[str]) -> tuple[list[LoadedSource], Pace]:

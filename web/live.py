@@ -228,6 +228,7 @@ class LiveSession(Session):
             clock=lambda: time.monotonic() - self._t0,
             name=self.source.name,
             metrics=getattr(self, "metrics", None),
+            progress_events=self.forward_progress,
         )
 
     @property
@@ -321,7 +322,7 @@ class LiveSession(Session):
             if dialect not in MOCK_DIALECTS or not isinstance(doc, dict):
                 raise ValueError("not a known response body")
             wire = synthesize_stream(dialect, doc, self.live_source.name)  # type: ignore[arg-type]
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: a body nested too deep to read
             self.error = f"The non-streaming response could not be read as a {dialect or 'known'} body ({type(exc).__name__})."
             return
         capture = IncrementalCapture(self.live_source.name, self.live_source.secrets)

@@ -25,12 +25,13 @@ from typing import Any
 
 import httpx
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from assembler.capture import CaptureError
 
 from . import mock as mock_module
 from . import proxy
+from .api import DocumentResponse
 from .connect import ConnectError, auth_headers, build_request
 from .live_store import LiveRenderer, LiveSessionStore, recording_source, redacted_recording
 from .settings import Settings
@@ -139,7 +140,7 @@ def _router(
             return error_page("Cannot replay", str(exc), exc.status)
         session = store.create(source)
         if "application/json" in request.headers.get("accept", ""):
-            return JSONResponse({**session.to_json(), "url": f"/sessions/{session.id}"}, status_code=201)
+            return DocumentResponse({**session.to_json(), "url": f"/sessions/{session.id}"}, status_code=201)
         return RedirectResponse(f"/sessions/{session.id}", status_code=303)
 
     @router.get("/api/live")

@@ -180,6 +180,8 @@ class MockProvider:
             request = json.loads(body or b"{}")
         except (ValueError, UnicodeDecodeError):
             return _error(dialect, 400, "The request body is not JSON.")
+        except RecursionError:
+            return _error(dialect, 400, "The request body nests too deep to read.")
         if not isinstance(request, dict):
             return _error(dialect, 400, "The request body must be a JSON object.")
         status = _number(query.get("status"), int)

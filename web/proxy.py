@@ -37,11 +37,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
+from assembler.urls import scrub_url
+
 from .credentials import (  # the credential rules, re-exported for the proxy's callers
     SECRET_HEADERS,
     install_log_filters,
     is_secret_header,
-    redact_url,
     secret_values,
 )
 from .live import LiveSession, LiveSource, endpoint_dialect
@@ -110,7 +111,9 @@ class Upstreams:
 
 
 def connect_error(name: str, base: str, exc: Exception) -> str:
-    where = "the built-in mock" if base == MOCK_BASE else redact_url(base)
+    """The message for an upstream that cannot be reached: its name, its base URL without
+    userinfo or query (:func:`~assembler.urls.scrub_url`), and the exception's type only."""
+    where = "the built-in mock" if base == MOCK_BASE else scrub_url(base)
     return f"toollatch proxy: cannot reach upstream {name!r} at {where} ({type(exc).__name__})."
 
 
@@ -300,7 +303,7 @@ def new_session(store: LiveSessionStore, name: str, path: str, body: bytes, secr
     ``secrets``: the credential values the request forwards, scrubbed from all it shows."""
     try:
         request = json.loads(body) if body else None
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # not JSON, or nested too deep to read: no tools
         request = None
     endpoint = "/" + path.lstrip("/")
     source = LiveSource(f"{name}{endpoint}", upstream=name, endpoint=endpoint, dialect=endpoint_dialect(path),

@@ -15,7 +15,6 @@ second per session whatever the replay speed.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import OrderedDict
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 import jinja2
 
+from assembler import jsontext
 from assembler.demos import Demo
 from assembler.model import CallState
 
@@ -33,6 +33,9 @@ from .settings import FULL_SPEED, RATES, SPEEDS, Settings, speed_label, speed_va
 
 #: Committed arguments longer than this (characters of pretty JSON) are cut on screen.
 MAX_ARGUMENTS_SHOWN = 64 * 1024
+#: Committed arguments nested deeper than this are shown on one line: indentation would
+#: push the values off screen.
+MAX_INDENTED_DEPTH = 16
 #: Labelled ticks under each bar (bytes); the scale is logarithmic up to the limit.
 BAR_TICKS = (16, 1024, 16 * 1024, 128 * 1024)
 
@@ -53,12 +56,17 @@ def bar_percent(n: int, limit: int) -> float:
     return round(min(100.0, 100.0 * math.log1p(n) / math.log1p(limit)), 2)
 
 
-def pretty_arguments(arguments: dict[str, Any]) -> str:
-    """Committed arguments as indented JSON (escaped later by the template)."""
-    try:
-        text = json.dumps(arguments, indent=2, ensure_ascii=False)
-    except RecursionError:
-        return "(nested too deep to show here: see the JSON view)"
+def pretty_arguments(arguments: Any) -> str:
+    """Committed arguments as JSON text (escaped later by the template), at any nesting depth.
+
+    Indented by 2; nested deeper than :data:`MAX_INDENTED_DEPTH` levels, on one line after a
+    note saying how deep; cut after :data:`MAX_ARGUMENTS_SHOWN` characters with a note.
+    """
+    depth = jsontext.value_depth(arguments)
+    if depth > MAX_INDENTED_DEPTH:
+        text = f"(nested {depth} levels deep: shown without indentation)\n" + jsontext.dumps(arguments)
+    else:
+        text = jsontext.dumps(arguments, indent=2)
     if len(text) > MAX_ARGUMENTS_SHOWN:
         cut = len(text) - MAX_ARGUMENTS_SHOWN
         text = text[:MAX_ARGUMENTS_SHOWN] + f"\n… {cut:,} more characters (see the JSON view)"
@@ -110,12 +118,13 @@ class Renderer:
             fmt_t=fmt_t,
             plural=plural,
             pretty=pretty_arguments,
-            compact_json=lambda value: json.dumps(value, ensure_ascii=False),  # escaped by autoescape
+            compact_json=jsontext.dumps,  # any depth; escaped by autoescape
         )
         self.env.globals.update(
             bar_percent=bar_percent,
             bar_ticks=[(human_bytes(n), bar_percent(n, settings.config.max_tool_argument_bytes)) for n in BAR_TICKS],
             max_bytes=settings.config.max_tool_argument_bytes,
+            forward_progress=settings.config.ui_forward_partial_args,
             rates=RATES,
             speeds=[(speed_value(v), speed_label(v)) for v in (*SPEEDS, FULL_SPEED)],
             CallState=CallState,

@@ -3,7 +3,9 @@
 A :class:`Session` is driven step by step (one provider event at a time) by the replay
 runner (:mod:`web.replay`) or by a control request. It keeps only what may be shown:
 :class:`~assembler.redact.CallView` snapshots, and a call's arguments only after an
-assembly event reported the call COMMITTED. It also records *what changed* since the
+assembly event reported the call COMMITTED; with ``ui_forward_partial_args: false``, its
+byte and fragment counts only once it has its verdict (:func:`~assembler.redact.hide_progress`:
+a fragment then changes nothing that is sent). It also records *what changed* since the
 last render (:class:`Changes`), so the WebSocket hub renders each changed card once per
 render however many events arrived in between.
 
@@ -29,7 +31,7 @@ from assembler.config import AssembleConfig
 from assembler.model import CallKey, CallState, StreamEndKind, ToolResult
 from assembler.metrics import Metrics
 from assembler.pipeline import Pipeline
-from assembler.redact import AssemblyEvent, CallView
+from assembler.redact import AssemblyEvent, CallView, hide_open_progress, hide_progress
 
 from .settings import speed_label, speed_value
 from .sources import LoadedSource
@@ -172,6 +174,7 @@ class Session:
             clock=lambda: self.virtual_t,
             name=self.source.name,
             metrics=self.metrics if first_pass else None,
+            progress_events=self.forward_progress,
         )
         self.cards: dict[str, Card] = {}
         self.ends: dict[int, EndState] = {}
@@ -184,6 +187,16 @@ class Session:
         """Back to before the first event, paused (the first half of a seek back)."""
         self.reset()
         self.set_status(Status.PAUSED)
+
+    @property
+    def forward_progress(self) -> bool:
+        """``ui_forward_partial_args``: show byte and fragment counts before a call's verdict."""
+        return self.config.ui_forward_partial_args
+
+    def shown(self, view: CallView) -> CallView:
+        """What the dashboard may show of ``view`` (counts withheld until the verdict unless
+        :attr:`forward_progress`)."""
+        return view if self.forward_progress else hide_progress(view)
 
     @property
     def total(self) -> int:
@@ -324,9 +337,9 @@ class Session:
             return
         if event.kind == "quirk":
             return  # counted by the assembler; read back with quirk_counts()
-        view = event.call
-        if view is None:
+        if event.call is None:
             return
+        view = self.shown(event.call)
         cid = card_id(event.stream, view.key)
         card = self.cards.get(cid)
         was: CallState | None = None
@@ -334,6 +347,8 @@ class Session:
             card = self.cards[cid] = Card(event.stream, view)
             self.pending.layout = True
         else:
+            if card.view == view:
+                return  # e.g. a fragment while its counts are withheld: nothing to send
             was = card.view.state
         card.view = view
         self.pending.cards.add(cid)
@@ -370,8 +385,13 @@ class Session:
         """The session's JSON twin: meta, stream documents and redacted call views.
 
         ``streams`` holds one ``toollatch assemble --json`` stream document per stream so
-        far; a call's ``arguments`` appear there only once committed.
+        far; a call's ``arguments`` appear there only once committed, and its ``bytes`` and
+        ``fragments`` only once it has its verdict when ``ui_forward_partial_args`` is false
+        (``forward_progress``).
         """
+        streams = self.pipeline.results()
+        if not self.forward_progress:
+            streams = [hide_open_progress(r) for r in streams]
         return {
             "id": self.id,
             "source": self.source.meta(),
@@ -384,8 +404,9 @@ class Session:
             "effective_rate": None if self.full_speed else self.effective_rate,
             "dialect": self.pipeline.dialect,
             "max_tool_argument_bytes": self.config.max_tool_argument_bytes,
+            "forward_progress": self.forward_progress,
             "quirks": [{"quirk": name, "count": count} for name, count in self.quirk_counts().items()],
-            "streams": [r.to_json() for r in self.pipeline.results()],
+            "streams": [r.to_json() for r in streams],
             "calls": [{"stream": c.stream, **c.view.to_json()} for c in self.ordered_cards],
             "verdicts": [v.text for v in self.verdicts],
         }

@@ -21,7 +21,6 @@ The ``triage`` member of ``GET /api/sessions/{id}`` comes from :func:`session_tr
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from assembler import jsontext
 from assembler.capture import CaptureError
 from assembler.export import redact_capture
 from assembler.model import StreamResult
@@ -155,7 +155,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         doc = json_report(results, session.source.name)
         if triage.still_streaming(session):
             doc["partial"] = PARTIAL
-        return _download(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", f"{_stem(session.source.name)}.report.json", "application/json")
+        return _download(jsontext.dumps(doc, indent=2) + "\n", f"{_stem(session.source.name)}.report.json", "application/json")
 
     @router.get("/sessions/{sid}/export.md")
     async def export_markdown(sid: str) -> Response:

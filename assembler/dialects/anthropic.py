@@ -20,9 +20,9 @@ keys, so the event's own text is re-checked strictly (:func:`.base.check_strict`
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from .. import jsontext
 from ..capture import ProviderEvent
 from ..model import (
     ArgsFragment,
@@ -118,7 +118,7 @@ class AnthropicAdapter:
             self._blocks.release(index)
             return []
         whole = block.get("input")
-        whole_text = json.dumps(whole, ensure_ascii=False) if whole not in (None, {}) else None
+        whole_text = jsontext.dumps(whole) if whole not in (None, {}) else None  # any depth: the latch judges it
         call_id = block.get("id") if isinstance(block.get("id"), str) else None
         name = block.get("name") if isinstance(block.get("name"), str) else None
         ops: list[Op] = []
@@ -135,7 +135,7 @@ def _json_valued_fragment(key: CallKey, value: Any, event: ProviderEvent) -> lis
     """``partial_json`` given as a JSON value, not a string: judged as that JSON text."""
     if value is None:
         return []
-    ops: list[Op] = [Quirk("arguments_as_json_value"), ArgsFragment(key, json.dumps(value, ensure_ascii=False))]
+    ops: list[Op] = [Quirk("arguments_as_json_value"), ArgsFragment(key, jsontext.dumps(value))]
     check_strict(key, event, ops)
     return ops
 

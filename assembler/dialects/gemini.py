@@ -39,12 +39,11 @@ it carried values for fails ``invalid_json``.
 
 from __future__ import annotations
 
-import copy
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import jsontext
 from ..capture import ProviderEvent
 from ..model import ArgsFragment, ArgsNotStrict, BlockStop, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamTruncated
 from .base import strictness_fault
@@ -183,9 +182,9 @@ class GeminiAdapter:
         args = fc.get("args")
         if args is not None and not isinstance(args, dict):
             ops.append(Quirk("args_not_object"))
-            ops.append(ArgsFragment(key, json.dumps(args, ensure_ascii=False)))  # the latch rejects it
+            ops.append(ArgsFragment(key, jsontext.dumps(args)))  # the latch rejects it
             args = {}
-        self._open[ci] = _Streamed(key, fc_id, copy.deepcopy(args) if args else {})  # never mutate the event
+        self._open[ci] = _Streamed(key, fc_id, jsontext.rebuild(args) if args else {})  # never mutate the event
         self._apply_all(self._open[ci].args, fc.get("partialArgs"), ops)
         if args or fc.get("partialArgs"):
             strict.check(key, ops)
@@ -195,7 +194,7 @@ class GeminiAdapter:
     def _close(self, ci: int, ops: list[Op]) -> None:
         streamed = self._open.pop(ci)
         if streamed.args:
-            text = json.dumps(_finish(streamed.args), ensure_ascii=False, separators=(",", ":"))
+            text = jsontext.dumps(_finish(streamed.args), separators=(",", ":"))
             ops.append(ArgsFragment(streamed.key, text))
         ops.append(BlockStop(streamed.key))
 
@@ -325,14 +324,8 @@ def _set(container: Any, segment: str | int, value: Any, ops: list[Op]) -> None:
 
 
 def _finish(value: Any) -> Any:
-    """Join every :class:`_Text` (one join per string)."""
-    if isinstance(value, _Text):
-        return "".join(value.pieces)
-    if isinstance(value, dict):
-        return {k: _finish(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finish(v) for v in value]
-    return value
+    """Join every :class:`_Text` (one join per string); iterative, so any depth is fine."""
+    return jsontext.rebuild(value, lambda v: "".join(v.pieces) if isinstance(v, _Text) else v)
 
 
 def _error_detail(error: Any) -> str:

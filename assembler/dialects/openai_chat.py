@@ -19,10 +19,10 @@ keys).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import jsontext
 from ..capture import DONE, ProviderEvent
 from ..model import ArgsFragment, CallIdentity, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamTruncated
 from .base import check_strict
@@ -218,7 +218,7 @@ class OpenAIChatAdapter:
         if args is not None and not isinstance(args, str):
             # an object, array, number or boolean where text belongs: judged as that JSON text
             ops.append(Quirk("arguments_as_json_value"))
-            args = json.dumps(args, ensure_ascii=False)
+            args = jsontext.dumps(args)  # any depth: the latch judges it
             check_strict(key, event, ops)  # the event's parse may have hidden a duplicate key
         if isinstance(args, str) and args:
             if key not in state.fragments:

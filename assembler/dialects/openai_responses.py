@@ -47,6 +47,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import jsontext
 from ..capture import ProviderEvent
 from ..model import (
     ArgsFragment,
@@ -298,7 +299,7 @@ class OpenAIResponsesAdapter:
         json_value = text is not None and not isinstance(text, str) and item.kind != "custom_tool_call"
         if json_value:
             ops.append(Quirk("arguments_as_json_value"))
-            text = json.dumps(text, ensure_ascii=False)
+            text = jsontext.dumps(text)  # any depth: the latch judges it
         if not isinstance(text, str):
             return ops
         if item.deltas == 0:
@@ -336,7 +337,7 @@ def _identity(item: dict[str, Any]) -> tuple[str | None, str | None]:
 def _whole_text(kind: str, value: Any, ops: list[Op]) -> str | None:
     if value is not None and not isinstance(value, str) and kind != "custom_tool_call":
         ops.append(Quirk("arguments_as_json_value"))
-        return json.dumps(value, ensure_ascii=False)
+        return jsontext.dumps(value)
     if not isinstance(value, str) or not value:
         return None
     return _WRAP_OPEN + _escape(value) + _WRAP_CLOSE if kind == "custom_tool_call" else value

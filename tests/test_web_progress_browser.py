@@ -1,0 +1,82 @@
+"""``ui_forward_partial_args: false`` in a real headless Chromium: an open call's card shows its
+name and state, and no byte count, bar fill or fragment count until its verdict.
+
+Same setup as ``test_web_browser.py`` (Debian's ``/usr/bin/chromium`` through Playwright;
+skipped without Chromium unless ``CI`` is set).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from assembler.config import AssembleConfig
+from web import Settings, create_app
+
+from .browser_support import served
+from .test_web_browser import ARGS, CHROMIUM, DONE, _free_port, shot, sync_api
+
+pytestmark = pytest.mark.browser
+
+# Records, after every DOM mutation, each card's state, data-bytes attribute, bar fill width
+# and counts line.
+RECORDER = """
+window.__cards = [];
+new MutationObserver(() => {
+  for (const card of document.querySelectorAll('.card')) {
+    window.__cards.push([card.dataset.state, card.dataset.bytes ?? null,
+                         card.querySelector('.fill').style.width, card.querySelector('.counts').innerText]);
+  }
+}).observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
+"""
+
+
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if not CHROMIUM.exists():
+        message = f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(message + "; CI is set, so this is a failure, not a skip")
+        pytest.skip(message)
+    port = _free_port()
+    config = AssembleConfig(ui_forward_partial_args=False)
+    app = create_app(Settings(port=port, replay_rate=30, config=config, data_dir=tmp_path_factory.mktemp("progress-data")))
+    with served(app, port) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser(base_url: str) -> Iterator[Any]:
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+def test_an_open_call_shows_no_byte_count(browser: Any, base_url: str) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        page.add_init_script(RECORDER)
+        page.goto(base_url + "/")
+        page.click("button[name=name][value=openai-single]")
+        page.wait_for_url("**/sessions/*")
+        page.wait_for_selector(DONE)
+        page.wait_for_selector('.card[data-state="committed"]')
+        records: list[list[Any]] = page.evaluate("window.__cards")
+        shot(page, "progress_withheld")
+    finally:
+        context.close()
+    open_records = [r for r in records if r[0] == "open"]
+    assert len(open_records) >= 3, "the card was seen open"
+    for _, size, width, counts in open_records:
+        assert size is None and width == "0%" and not re.search(r"\d", counts.replace("ui_forward_partial_args", ""))
+        assert "shown once the call has its verdict" in counts
+    final = [r for r in records if r[0] == "committed"][-1]
+    assert int(final[1]) > 0
+    assert float(final[2].rstrip("%")) > 0 and "fragment" in final[3]
