@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from .capture import DONE, read_capture
 from .demos import DEMOS, _anthropic_events, _Call, _sse, _token
+from .untrusted import parse_json
 
 MockDialect = Literal["openai-chat", "openai-responses", "anthropic"]
 #: Dialects a mock provider serves, in the order endpoints are listed.
@@ -367,9 +368,8 @@ def final_response(script: Script, dialect: MockDialect) -> dict[str, Any]:
     if dialect == "anthropic":
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         for n, call in enumerate(script.calls):
-            try:
-                parsed = json.loads(call.arguments) if call.arguments else {}
-            except json.JSONDecodeError:
+            parsed, problem = parse_json(call.arguments) if call.arguments else ({}, None)
+            if problem is not None or not isinstance(parsed, dict):
                 parsed = {}  # a non-streaming Messages body always carries an object
             call_id = call.call_id if call.call_id.startswith("toolu_") else "toolu_01" + _token(f"{script.name}/{n}", 22)
             content.append({"type": "tool_use", "id": call_id, "name": call.name, "input": parsed})
