@@ -88,7 +88,7 @@ class Pipeline:
             # the hot path: a plain event of a known dialect, in a stream already begun
             try:
                 ops = adapter.feed(event)
-            except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+            except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as exc:
                 return self._apply_all([self._uninterpretable(event, exc)])
             if len(ops) == 1 and type(ops[0]) is ArgsFragment:
                 return self._streams[-1].apply(ops[0])
@@ -169,13 +169,13 @@ class Pipeline:
             return self._apply_all([*framing, StreamError(event.error)])
         try:
             ops = self._adapter.feed(event)
-        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError) as exc:
             ops = [self._uninterpretable(event, exc)]
         return self._apply_all(framing + ops if framing else ops)
 
     def _uninterpretable(self, event: ProviderEvent, exc: Exception) -> StreamError:
-        # A provider event of a shape the adapter does not expect: fail the stream at a
-        # named place instead of crashing. The exception text is not shown: it could
+        # A provider event of a shape the adapter does not expect (or a value nested too
+        # deep to re-encode): fail the stream at a named place instead of crashing. The exception text is not shown: it could
         # quote event content.
         where = f"{self.name}:{event.line} (byte {event.offset})"
         return StreamError(f"{where}: cannot interpret {self._dialect} event ({type(exc).__name__})")
