@@ -23,6 +23,7 @@ from assembler.har import read_har
 from assembler.mockwire import Script, WireCall, final_response
 from assembler.model import CallState, StreamResult
 from assembler.registry import RegistryError, ToolRegistry
+from assembler.retell import retell_body
 from assembler.untrusted import map_leaves, parse_json
 
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -200,7 +201,51 @@ def test_the_reproducer_masks_values_nested_as_deep_as_the_decoder_allows() -> N
     assert b"CANARY" not in out and b'"xxxxxx"' in out
 
 
-# ------------------------------------------------------------------ the mock's non-streaming bodies
+# ------------------------------------------------------------------ non-streaming bodies
+
+
+def chat_body(arguments: Any, content: Any = None) -> dict[str, Any]:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    return {"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "tool_calls": [call]}, "finish_reason": "tool_calls"}]}
+
+
+@pytest.mark.parametrize(
+    "dialect,body,problem",
+    [("openai-chat", DEEP.encode(), "the body is not JSON (nesting too deep)"),
+     ("openai-chat", b'{"choices": ' + DIGITS.encode() + b"}", "the body is not JSON (a number too long to convert)"),
+     ("anthropic", b'{"type": "message", "x": "\xe9"}', "the body is not UTF-8 (byte 26)"),
+     ("openai-chat", b"[]", "the body is not a JSON object"),
+     ("openai-chat", b'{"choices": "CANARY"}', "the body is not a chat.completion body"),
+     ("openai-responses", b'{"object": "list"}', "the body is not a Responses body"),
+     ("gemini", b"{}", "no known response format for this endpoint"),
+     ("openai-chat", json.dumps(chat_body({"k": 1})).replace('"k": 1', '"k": 1, "k": 2').encode(),
+      "the body is not strict JSON (duplicate object key), so arguments it gives as JSON values cannot be judged")],
+    ids=["deep", "digits", "latin1", "array", "shape", "responses-shape", "unknown-dialect", "duplicate-in-value"],
+)
+def test_a_non_streaming_body_that_cannot_be_retold_says_why(dialect: str, body: bytes, problem: str) -> None:
+    assert retell_body(dialect, body) == (None, problem)
+
+
+def test_members_of_the_wrong_type_are_skipped_and_json_valued_arguments_judged() -> None:
+    doc = chat_body({"city": "Paris"}, content=[{"type": "text", "text": "hi"}])
+    doc["choices"][0]["message"]["tool_calls"].insert(0, "not a call")
+    wire, problem = retell_body("openai-chat", json.dumps(doc).encode())
+    assert problem is None and wire is not None
+    result = assemble(wire)
+    assert [(c.call_id, c.state, c.arguments) for c in result.calls] == [("c1", CallState.COMMITTED, {"city": "Paris"})]
+    doc = chat_body(["not", "an", "object"])
+    (call,) = assemble(retell_body("openai-chat", json.dumps(doc).encode())[0] or b"").calls
+    assert call.state is CallState.FAILED and (call.reason or "").startswith("arguments_not_object")  # never committed as {}
+
+
+def test_a_custom_tool_call_in_a_non_streaming_responses_body_is_a_call() -> None:
+    output = [{"type": "custom_tool_call", "id": "ctc_1", "call_id": "c1", "name": "code", "input": "print(1)"},
+              {"type": "custom_tool_call", "id": "ctc_2", "call_id": "c2", "name": "code", "input": {"x": 1}}]
+    wire, problem = retell_body("openai-responses", json.dumps({"object": "response", "status": "completed", "output": output}).encode())
+    assert problem is None and wire is not None
+    calls = assemble(wire).calls
+    assert [(c.call_id, c.state) for c in calls] == [("c1", CallState.COMMITTED), ("c2", CallState.COMMITTED)]
+    assert calls[0].arguments == {"input": "print(1)"} and json.loads(calls[1].arguments["input"]) == {"x": 1}
 
 
 @pytest.mark.parametrize("arguments", [DIGITS, DEEP, "[1]", "{"], ids=["digits", "deep", "array", "syntax"])

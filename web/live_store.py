@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assembler.export import redact_capture
-from assembler.mockwire import MOCK_DIALECTS, synthesize_stream
+from assembler.retell import retell_body
 from assembler.model import CallState
 from assembler.registry import ToolRegistry
 
@@ -265,12 +265,9 @@ def replay_bytes(stored: StoredSource) -> bytes:
     that would have carried it."""
     body = stored.body or b""
     dialect = stored.meta.get("dialect")
-    if not stored.meta.get("streaming") and str(stored.meta.get("content_type") or "").startswith("application/json") and dialect in MOCK_DIALECTS:
-        try:
-            doc = json.loads(body)
-            return synthesize_stream(dialect, doc, stored.name) if isinstance(doc, dict) else body
-        except ValueError:
-            return body
+    if not stored.meta.get("streaming") and str(stored.meta.get("content_type") or "").startswith("application/json"):
+        wire, _ = retell_body(dialect, body, stored.name)
+        return body if wire is None else wire  # unreadable: the bytes, which fail to read the same way
     return body
 
 

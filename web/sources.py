@@ -79,6 +79,12 @@ class LoadedSource:
         """Bytes of the raw capture."""
         return len(self.data)
 
+    @property
+    def stream_data(self) -> bytes:
+        """The stream a session of this source assembles (the exports and the triage read
+        it): the capture itself. A live source re-tells a non-streaming body here."""
+        return self.data
+
     def iter_events(self) -> Iterator[ProviderEvent]:
         """The provider events, parsed as they are read (a fresh iterator each call)."""
         return iter_events(self.data, self.name)
