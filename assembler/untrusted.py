@@ -52,9 +52,9 @@ def parse_json(data: str | bytes | bytearray) -> tuple[Any, str | None]:
         return None, f"not JSON ({json_problem(exc)})"
 
 
-def map_leaves(value: Any, leaf: Callable[[Any], Any] | None = None) -> Any:
+def map_leaves(value: Any, leaf: Callable[[Any], Any] | None = None, key: Callable[[str], str] | None = None) -> Any:
     """A copy of a tree of dicts and lists (a decoded JSON value) with ``leaf`` applied to
-    every other value (None: a plain deep copy). With an explicit stack: a value nested as deep as the decoder
+    every other value and ``key`` to every object key (None: kept as they are). With an explicit stack: a value nested as deep as the decoder
     allows is copied without recursion (``copy.deepcopy`` and recursive walks overflow
     Python's stack far sooner)."""
     if not isinstance(value, (dict, list)):
@@ -64,6 +64,8 @@ def map_leaves(value: Any, leaf: Callable[[Any], Any] | None = None) -> Any:
     while stack:
         src, dst = stack.pop()
         for k, v in src.items() if isinstance(src, dict) else enumerate(src):
+            if key is not None and isinstance(src, dict):
+                k = key(k)
             if isinstance(v, (dict, list)):
                 shell: Any = [None] * len(v) if isinstance(v, list) else {}
                 stack.append((v, shell))
