@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 from botocore.eventstream import ChecksumMismatch, EventStreamBuffer, EventStreamMessage, ParserError
 
 from .sse import SSEDecoder
+from .untrusted import json_problem
 
 DONE = "[DONE]"
 _READ_SIZE = 16 * 1024  # small reads keep the per-read event list (transient memory) small
@@ -84,17 +85,6 @@ class ProviderEvent(NamedTuple):
 _raw_decode = json.JSONDecoder().raw_decode
 
 
-def _json_problem(exc: BaseException) -> str:
-    """What is wrong with a payload ``json.loads`` refused, without quoting it: the
-    decoder's message, or for the other errors it raises (an integer over Python's digit
-    limit is a plain ValueError; deep nesting a RecursionError) a fixed description."""
-    if isinstance(exc, json.JSONDecodeError):
-        return exc.msg.removesuffix(" at")
-    if isinstance(exc, RecursionError):
-        return "nesting too deep"
-    return "a number too long to convert"
-
-
 def _where(name: str, line: int, offset: int) -> str:
     return f"{name}:{line} (byte {offset})"
 
@@ -114,7 +104,7 @@ def _parse_payload(
             value = json.loads(text)
         return ProviderEvent(event, value, line, offset, framing=framing, raw=text)
     except (ValueError, RecursionError) as exc:
-        msg = _json_problem(exc)
+        msg = json_problem(exc)
         if isinstance(exc, json.JSONDecodeError):
             msg = f"{msg} at character {exc.pos} of the event data"
         where = _where(name, line, offset)
@@ -275,7 +265,7 @@ class _EventStreamReader:
             text = payload.decode("utf-8")
             body = json.loads(text) if payload else {}
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError too
-            msg = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else _json_problem(exc)
+            msg = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else json_problem(exc)
             return ProviderEvent(kind, None, line, offset, f"{self._where()}: {kind} payload is not JSON ({msg})")
         return ProviderEvent(kind, {kind: body}, line, offset, raw=text or None)
 

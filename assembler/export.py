@@ -17,16 +17,17 @@ judge the placeholders differently; such verdicts can differ after redaction.
 from __future__ import annotations
 
 import base64
-import json
+import binascii
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from . import jsontext
 from .capture import DONE, ProviderEvent, iter_capture
 from .dialects import ADAPTERS, detect, make_adapter
 from .model import ArgsFragment, CallStart
 from .jsonprefix import JSONPrefixScanner
+from . import jsontext
 from .pipeline import ADAPTER_FAULTS
+from .untrusted import parse_json
 
 Json = Any
 
@@ -42,8 +43,7 @@ def mask_json_text(text: str) -> str:
 
 
 def mask_value(value: Json) -> Json:
-    """Replace every string value (not key) in a decoded JSON value by a placeholder (a copy,
-    built iteratively: any nesting depth)."""
+    """Replace every string value (not key) in a decoded JSON value by a placeholder."""
     return jsontext.rebuild(value, lambda v: placeholder(v) if isinstance(v, str) else v)
 
 
@@ -71,6 +71,21 @@ def _set(obj: dict[str, Any], key: str, fn: Callable[[Any], Any]) -> None:
         obj[key] = fn(obj[key])
 
 
+def _objects(obj: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The objects of the array ``obj[key]`` (choices, tool calls, candidates, parts). A
+    member or an entry of another type is a shape the dialect never has: it is masked
+    whole, so nothing of it is kept."""
+    value = obj.get(key)
+    if not isinstance(value, list):
+        if value is not None:
+            obj[key] = mask_value(value)
+        return []
+    for i, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            value[i] = mask_value(entry)
+    return [entry for entry in value if isinstance(entry, dict)]
+
+
 def _text(value: Any) -> Any:
     return placeholder(value) if isinstance(value, str) else mask_value(value)
 
@@ -88,17 +103,15 @@ class _Redactor:
         return next(self.keys, fallback)
 
     def openai_chat(self, data: dict[str, Any]) -> None:
-        for choice in data.get("choices") or ():
-            if not isinstance(choice, dict):
-                continue
+        for choice in _objects(data, "choices"):
             ci = choice.get("index", 0)
             for part in (choice.get("delta"), choice.get("message")):
                 if not isinstance(part, dict):
                     continue
                 for field in ("content", "reasoning_content", "reasoning", "refusal", "reasoning_details"):
                     _set(part, field, _text)
-                for entry in part.get("tool_calls") or ():
-                    fn = entry.get("function") if isinstance(entry, dict) else None
+                for entry in _objects(part, "tool_calls"):
+                    fn = entry.get("function")
                     if not isinstance(fn, dict):
                         continue
                     index = entry.get("index")
@@ -112,8 +125,10 @@ class _Redactor:
         kind = data.get("type")
         if kind == "message_start":
             self.fragments.reset()
-            message = data.get("message") or {}
-            if isinstance(message.get("content"), list):
+            message = data.get("message")
+            if not isinstance(message, dict):
+                _set(data, "message", mask_value)
+            elif isinstance(message.get("content"), list):
                 message["content"] = [self._block(b) for b in message["content"]]
         elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
             data["content_block"] = self._block(data["content_block"])
@@ -149,13 +164,25 @@ class _Redactor:
 
     def bedrock_invoke(self, data: dict[str, Any]) -> None:
         chunk = data.get("chunk")
-        if isinstance(chunk, dict) and isinstance(chunk.get("bytes"), str):
-            inner = json.loads(base64.b64decode(chunk["bytes"]))
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("bytes"), str):
+            return
+        try:
+            payload = base64.b64decode(chunk["bytes"], validate=True)
+        except (binascii.Error, ValueError):
+            chunk["bytes"] = "*" * len(chunk["bytes"])  # still not base64; nothing of it kept
+            return
+        inner, problem = parse_json(payload)
+        if problem is not None:  # still not JSON (the same fault on re-import); nothing of it kept
+            chunk["bytes"] = base64.b64encode(b"x" * len(payload)).decode()
+            return
+        if isinstance(inner, dict):
             self.anthropic(inner)
-            chunk["bytes"] = base64.b64encode(jsontext.dumps(inner).encode()).decode()
+        else:
+            inner = mask_value(inner)
+        chunk["bytes"] = base64.b64encode(jsontext.dumps(inner).encode()).decode()
 
     def openai_responses(self, data: dict[str, Any]) -> None:
-        kind = data.get("type") or ""
+        kind = data.get("type") if isinstance(data.get("type"), str) else ""
         if kind == "response.function_call_arguments.delta" and isinstance(data.get("delta"), str):
             data["delta"] = self.fragments.mask(self._key(data.get("item_id") or data.get("output_index")), data["delta"])
         elif kind.endswith(".delta") or kind.endswith(".done"):
@@ -172,7 +199,7 @@ class _Redactor:
             _set(response, "instructions", _text)
             response.pop("input", None)  # the request's messages are not kept
             if isinstance(response.get("output"), list):
-                response["output"] = [self._item(i) for i in response["output"]]
+                response["output"] = [self._item(i) if isinstance(i, dict) else mask_value(i) for i in response["output"]]
 
     def _item(self, item: dict[str, Any]) -> dict[str, Any]:
         out = dict(item)
@@ -183,19 +210,18 @@ class _Redactor:
         return out
 
     def gemini(self, data: dict[str, Any]) -> None:
-        for candidate in data.get("candidates") or ():
-            content = candidate.get("content") if isinstance(candidate, dict) else None
-            for part in (content or {}).get("parts") or ():
-                if not isinstance(part, dict):
-                    continue
+        for candidate in _objects(data, "candidates"):
+            if not isinstance(candidate.get("content"), dict):
+                _set(candidate, "content", mask_value)
+                continue
+            for part in _objects(candidate["content"], "parts"):
                 _set(part, "text", _text)
                 _set(part, "thoughtSignature", _text)
                 call = part.get("functionCall")
                 if isinstance(call, dict):
                     _set(call, "args", mask_value)
-                    for partial in call.get("partialArgs") or ():
-                        if isinstance(partial, dict):
-                            _set(partial, "stringValue", _text)
+                    for partial in _objects(call, "partialArgs"):
+                        _set(partial, "stringValue", _text)
 
     def cohere(self, data: dict[str, Any]) -> None:
         message = ((data.get("delta") or {}).get("message")) if isinstance(data.get("delta"), dict) else None
@@ -248,7 +274,10 @@ def redact_events(events: Iterable[ProviderEvent], dialect: str | None = None) -
         data = event.data
         if data != DONE and isinstance(data, dict) and dialect in _DIALECT_METHOD:
             data = jsontext.rebuild(data)  # a private copy to rewrite
-            getattr(redactor, _DIALECT_METHOD[dialect])(data)
+            try:
+                getattr(redactor, _DIALECT_METHOD[dialect])(data)
+            except ADAPTER_FAULTS:  # a shape the dialect never has
+                data = mask_value(event.data)  # every string masked: nothing of it is kept
         out.append(event._replace(data=data, raw=None))  # the original text is not redacted
     return out
 

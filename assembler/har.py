@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .capture import CaptureError
+from .untrusted import json_problem
 from .urls import scrub_url
 
 _STREAM_TYPES = ("event-stream", "eventstream", "jsonl", "ndjson", "x-ndjson")
@@ -68,6 +69,8 @@ def read_har(data: bytes, name: str = "<input>") -> list[HarStream]:
         raise CaptureError(f"{name}: HAR is not UTF-8 (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise CaptureError(f"{name}:{exc.lineno} (column {exc.colno}): HAR is not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # an integer over the digit limit; deep nesting
+        raise CaptureError(f"{name}: HAR is not valid JSON ({json_problem(exc)})") from None
     entries = doc.get("log", {}).get("entries") if isinstance(doc, dict) and isinstance(doc.get("log"), dict) else None
     if not isinstance(entries, list):
         raise CaptureError(f"{name}: not a HAR export (no log.entries)")
@@ -107,7 +110,7 @@ def _request_json(request: dict[str, Any]) -> dict[str, Any]:
     post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
     try:
         body = json.loads(post.get("text") or "{}")
-    except (json.JSONDecodeError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # a request body that is not JSON has no tools
         return {}
     return body if isinstance(body, dict) else {}
 

@@ -54,9 +54,10 @@ def value_depth(value: Any) -> int:
     return deepest
 
 
-def rebuild(value: Any, leaf: Callable[[Any], Any] | None = None) -> Any:
-    """A copy of ``value``: dicts and lists rebuilt (a tuple becomes a list), keys and their
-    order kept, and every other value replaced by ``leaf(value)`` (kept as is without ``leaf``)."""
+def rebuild(value: Any, leaf: Callable[[Any], Any] | None = None, key: Callable[[str], str] | None = None) -> Any:
+    """A copy of ``value``: dicts and lists rebuilt (a tuple becomes a list), key order kept,
+    every object key replaced by ``key(k)`` and every other value by ``leaf(value)`` (both
+    kept as they are when not given). Iterative: any nesting depth the decoder accepts."""
     fn = leaf or (lambda v: v)
     if not isinstance(value, (dict, list, tuple)):
         return fn(value)
@@ -74,7 +75,7 @@ def rebuild(value: Any, leaf: Callable[[Any], Any] | None = None) -> Any:
             else:
                 new = fn(v)
             if isinstance(target, dict):
-                target[k] = new
+                target[k if key is None else key(k)] = new
             else:
                 target.append(new)
     return root

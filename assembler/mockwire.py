@@ -15,9 +15,9 @@ stream ended normally) and writes that script back out as:
 Where a demo already exists in the requested dialect its bytes are served verbatim.
 Fragment boundaries are kept, so each call fills its buffer the same way in every dialect,
 and a truncated scenario stops after the same fragment. The non-streaming bodies
-(:func:`final_response`) and the reverse direction (:func:`script_from_response`, a
-non-streaming response body → a script, so a dashboard can assemble it like a stream) use
-the same model.
+(:func:`final_response`) use the same model, and so does the reverse direction
+(:mod:`assembler.retell`: a non-streaming response body → a script, so a dashboard can
+assemble it like a stream).
 
 Pure: no I/O, no web imports; the same bytes on every call (re-chunking is seeded).
 """
@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from .capture import DONE, read_capture
 from .demos import DEMOS, _anthropic_events, _Call, _sse, _token
+from .untrusted import parse_json
 
 MockDialect = Literal["openai-chat", "openai-responses", "anthropic"]
 #: Dialects a mock provider serves, in the order endpoints are listed.
@@ -48,11 +49,16 @@ class ScenarioError(LookupError):
 
 @dataclass(frozen=True)
 class WireCall:
-    """One tool call: its id, tool name, and argument text as the fragments streamed."""
+    """One tool call: its id, tool name, and argument text as the fragments streamed.
+
+    ``kind`` ``custom_tool_call`` (Responses only): the fragments are a custom tool's free
+    text ``input``, written as that item type and its ``custom_tool_call_input`` events.
+    """
 
     call_id: str
     name: str
     fragments: tuple[str, ...]
+    kind: str = "function_call"
 
     @property
     def arguments(self) -> str:
@@ -169,49 +175,6 @@ def script_from_chat_wire(name: str, wire: bytes) -> Script:
     return Script(name, tuple(text), calls, complete)
 
 
-def script_from_response(dialect: MockDialect, doc: dict[str, Any], name: str = "response") -> Script:
-    """A :class:`Script` from a *non-streaming* response body (each call's arguments as
-    one fragment), so it can be assembled like a stream. Raises ``ValueError`` when the
-    body is not a response of ``dialect``."""
-    text: list[str] = []
-    calls: list[WireCall] = []
-    if dialect == "openai-chat":
-        choices = doc.get("choices")
-        if not isinstance(choices, list) or not choices:
-            raise ValueError("not a chat.completion body")
-        message = choices[0].get("message") or {}
-        if message.get("content"):
-            text.append(message["content"])
-        for tc in message.get("tool_calls") or []:
-            function = tc.get("function") or {}
-            calls.append(WireCall(tc.get("id") or "", function.get("name") or "", _one(function.get("arguments"))))
-        complete = choices[0].get("finish_reason") in ("tool_calls", "stop", "function_call")
-    elif dialect == "anthropic":
-        if doc.get("type") != "message":
-            raise ValueError("not an Anthropic message body")
-        for block in doc.get("content") or []:
-            if block.get("type") == "text":
-                text.append(block.get("text") or "")
-            elif block.get("type") == "tool_use":
-                arguments = json.dumps(block.get("input", {}), ensure_ascii=False)
-                calls.append(WireCall(block.get("id") or "", block.get("name") or "", _one(arguments)))
-        complete = doc.get("stop_reason") in ("tool_use", "end_turn", "stop_sequence")
-    else:
-        if doc.get("object") != "response":
-            raise ValueError("not a Responses body")
-        for item in doc.get("output") or []:
-            if item.get("type") == "message":
-                text.extend(p.get("text") or "" for p in item.get("content") or [] if p.get("type") == "output_text")
-            elif item.get("type") == "function_call":
-                calls.append(WireCall(item.get("call_id") or "", item.get("name") or "", _one(item.get("arguments"))))
-        complete = doc.get("status") == "completed"
-    return Script(name, tuple(t for t in text if t), tuple(calls), complete)
-
-
-def _one(arguments: Any) -> tuple[str, ...]:
-    return (arguments,) if isinstance(arguments, str) and arguments else ()
-
-
 # ------------------------------------------------------------------ writing
 
 
@@ -287,6 +250,9 @@ def _message_item(script: Script, status: str) -> dict[str, Any]:
 
 def _function_item(script: Script, index: int, status: str, arguments: str) -> dict[str, Any]:
     call = script.calls[index]
+    if call.kind == "custom_tool_call":
+        item_id = "ctc_" + _token(f"{script.name}/ctc/{index}", 40).lower()
+        return {"id": item_id, "type": "custom_tool_call", "status": status, "input": arguments, "call_id": call.call_id, "name": call.name}
     item_id = "fc_" + _token(f"{script.name}/fc/{index}", 40).lower()
     return {"id": item_id, "type": "function_call", "status": status, "arguments": arguments, "call_id": call.call_id, "name": call.name}
 
@@ -330,11 +296,12 @@ def _responses_events(script: Script) -> list[bytes]:
         index = len(done)
         added = _function_item(script, n, "in_progress", "")
         emit("response.output_item.added", {"output_index": index, "item": added})
+        kind, field = ("custom_tool_call_input", "input") if call.kind == "custom_tool_call" else ("function_call_arguments", "arguments")
         for fragment in call.fragments:
-            emit("response.function_call_arguments.delta", {"item_id": added["id"], "output_index": index, "delta": fragment})
+            emit(f"response.{kind}.delta", {"item_id": added["id"], "output_index": index, "delta": fragment})
         if not script.complete and n == len(script.calls) - 1:
             return events  # the connection dropped inside this call's arguments
-        emit("response.function_call_arguments.done", {"item_id": added["id"], "output_index": index, "arguments": call.arguments})
+        emit(f"response.{kind}.done", {"item_id": added["id"], "output_index": index, field: call.arguments})
         done.append(_function_item(script, n, "completed", call.arguments))
         emit("response.output_item.done", {"output_index": index, "item": done[-1]})
     if script.complete:
@@ -367,9 +334,8 @@ def final_response(script: Script, dialect: MockDialect) -> dict[str, Any]:
     if dialect == "anthropic":
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         for n, call in enumerate(script.calls):
-            try:
-                parsed = json.loads(call.arguments) if call.arguments else {}
-            except json.JSONDecodeError:
+            parsed, problem = parse_json(call.arguments) if call.arguments else ({}, None)
+            if problem is not None or not isinstance(parsed, dict):
                 parsed = {}  # a non-streaming Messages body always carries an object
             call_id = call.call_id if call.call_id.startswith("toolu_") else "toolu_01" + _token(f"{script.name}/{n}", 22)
             content.append({"type": "tool_use", "id": call_id, "name": call.name, "input": parsed})
@@ -393,13 +359,7 @@ def final_response(script: Script, dialect: MockDialect) -> dict[str, Any]:
     return doc
 
 
-def synthesize_stream(dialect: MockDialect, doc: dict[str, Any], name: str = "response") -> bytes:
-    """A non-streaming response body re-told as the stream that would have carried it."""
-    return b"".join(stream_events(script_from_response(dialect, doc, name), dialect))
-
-
 __all__ = [
     "MOCK_DIALECTS", "MockDialect", "ScenarioError", "Script", "WireCall", "final_response", "rechunk", "scenario_events",
-    "scenario_names", "scenario_script", "script_from_chat_wire", "script_from_response", "split_events", "stream_events",
-    "synthesize_stream",
+    "scenario_names", "scenario_script", "script_from_chat_wire", "split_events", "stream_events",
 ]

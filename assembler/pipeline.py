@@ -178,8 +178,8 @@ class Pipeline:
         return self._apply_all(framing + ops if framing else ops)
 
     def _uninterpretable(self, event: ProviderEvent, exc: Exception) -> StreamError:
-        # A provider event of a shape the adapter does not expect: fail the stream at a
-        # named place instead of crashing. The exception text is not shown: it could
+        # A provider event of a shape the adapter does not expect (or a value nested too
+        # deep to re-encode): fail the stream at a named place instead of crashing. The exception text is not shown: it could
         # quote event content.
         where = f"{self.name}:{event.line} (byte {event.offset})"
         why = "nested too deep" if isinstance(exc, RecursionError) else type(exc).__name__

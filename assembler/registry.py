@@ -16,6 +16,8 @@ from typing import Any
 from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 
+from .untrusted import parse_json
+
 
 class RegistryError(ValueError):
     """A tools file or array cannot be used; the message says which entry and why."""
@@ -78,6 +80,8 @@ class ToolRegistry:
                 cls.check_schema(schema)
             except js_exceptions.SchemaError as exc:
                 raise RegistryError(f"tool {name!r}: invalid JSON Schema: {_schema_fault(exc)}") from None
+            except RecursionError:  # the meta-schema check recurses several frames per level
+                raise RegistryError(f"tool {name!r}: JSON Schema nested too deep to check") from None
             self._validators[name] = cls(schema)
 
     @classmethod
@@ -103,11 +107,15 @@ class ToolRegistry:
 
     @classmethod
     def load(cls, path: Path) -> "ToolRegistry":
-        """Read a JSON file holding a ``tools`` array."""
+        """Read a JSON file holding a ``tools`` array; :class:`RegistryError` names the file
+        and what is wrong (unreadable, not UTF-8, not JSON, not a usable tools array)."""
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise RegistryError(f"{path}: cannot read tools: {exc}") from None
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise RegistryError(f"{path}: cannot read tools: {exc.strerror or exc}") from None
+        doc, problem = parse_json(raw)
+        if problem is not None:
+            raise RegistryError(f"{path}: cannot read tools: the file is {problem}")
         try:
             return cls.from_tools(doc)
         except RegistryError as exc:

@@ -277,3 +277,57 @@ def test_partial_args_errors_name_positions_and_types_never_keys_or_values(entri
     doc = json.dumps(result.to_json())
     assert KEY not in doc and VALUE not in doc
     assert (result.calls[0].reason or "").startswith("stream_error")
+
+
+# ------------------------------------------------------------------ provider-chosen sizes
+
+
+def test_an_array_index_far_past_the_end_fails_the_stream_in_constant_memory() -> None:
+    import tracemalloc
+
+    chunks = [chunk(fc(name="w", willContinue=True)), chunk(fc(partialArgs=[pa(f"$.{KEY}[10000000]", numberValue=1)], willContinue=True)), STOP]
+    tracemalloc.start()
+    try:
+        result = run(chunks)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000  # the index names ten million elements; none is allocated
+    assert result.end == "error" and KEY not in json.dumps(result.to_json())
+    assert result.end_detail == "candidate 0: partialArgs[0]: jsonPath segment 2 indexes past the end of its array (an array grows one element at a time)"
+    assert result.calls[0].state is CallState.FAILED
+
+
+@pytest.mark.parametrize(
+    ("paths", "detail"),
+    [
+        (["$.a[0]", "$.a[2]"], "partialArgs[1]: jsonPath segment 2 indexes past the end of its array"),
+        (["$.a[1]"], "partialArgs[0]: jsonPath segment 2 indexes past the end of its array"),
+        (["$.a[" + "9" * 5000 + "]"], "partialArgs[0]: jsonPath segment 2 indexes past the end of its array"),
+        (["$.a[0][3].b"], "partialArgs[0]: jsonPath segment 3 indexes past the end of its array"),
+    ],
+    ids=["gap", "first-not-zero", "index-over-digit-limit", "nested-array"],
+)
+def test_partial_args_paths_beyond_what_was_seen_fail_with_the_position(paths: list[str], detail: str) -> None:
+    entries = [pa(p, numberValue=1) for p in paths]
+    result = run([chunk(fc(name="w", willContinue=True)), chunk(fc(partialArgs=entries, willContinue=True)), STOP])
+    assert result.end == "error" and (result.end_detail or "").startswith(f"candidate 0: {detail}")
+
+
+def test_arrays_grow_one_element_at_a_time() -> None:
+    entries = [pa("$.a[0]", numberValue=1), pa("$.a[1][0]", stringValue="x"), pa("$.a[1][1]", boolValue=True), pa("$.a[0]", numberValue=2)]
+    result = run([chunk(fc(name="w", willContinue=True)), chunk(fc(partialArgs=entries, willContinue=True)), chunk(fc()), STOP])
+    assert result.end == "complete" and result.calls[0].arguments == {"a": [2, ["x", True]]}
+
+
+def test_whole_args_nested_as_deep_as_the_decoder_allows_get_a_verdict() -> None:
+    depth = 900
+    text = json.dumps(chunk(fc(name="w", args={"a": "__DEEP__"}), finish="STOP")).replace('"__DEEP__"', "[" * depth + "]" * depth)
+    pipeline = Pipeline()
+    for event in read_capture(("data: " + text + "\n\n").encode()):
+        pipeline.feed(event)
+    pipeline.close()
+    (result,) = pipeline.results()
+    (call,) = result.calls
+    assert result.end == "complete" and call.state in (CallState.COMMITTED, CallState.FAILED)
+    assert (call.reason or "") == "arguments_too_deep: nested 901 levels deep; the limit is 64"

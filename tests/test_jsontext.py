@@ -159,3 +159,10 @@ def test_dumps_fails_as_json_dumps_does() -> None:
     with pytest.raises(TypeError):
         dumps([deep_list(3000), object()])
     assert dumps([deep_list(3000), {1: 2, None: 3, 1.5: True}]).endswith('{"1": 2, "null": 3, "1.5": true}]')
+
+
+def test_rebuild_maps_keys_too_and_keeps_their_order() -> None:
+    value = {"Key": [{"Inner": "v"}], "b": 1}
+    assert rebuild(value, key=str.lower) == {"key": [{"inner": "v"}], "b": 1}
+    assert list(rebuild(value, key=str.upper)) == ["KEY", "B"]
+    assert value == {"Key": [{"Inner": "v"}], "b": 1}  # the original is untouched

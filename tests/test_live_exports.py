@@ -13,6 +13,8 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
+from assembler.capture import read_capture
+from assembler.pipeline import assemble_events
 from web import Settings, create_app
 from web.live import LiveSource
 
@@ -166,3 +168,103 @@ def test_an_http_error_body_is_downloaded_as_received(tmp_path: Path) -> None:
             time.sleep(0.02)
         assert doc["live"]["recording_download"] == "as_received"
         assert client.get(f"/sessions/{sid}/recording").content == response.content
+
+
+# ------------------------------------------------------------------ non-streaming answers
+
+
+NON_STREAMING = [("v1/chat/completions", "openai-chat"), ("v1/responses", "openai-responses"), ("v1/messages", "anthropic")]
+
+
+def _live_done(client: TestClient, sid: str) -> dict[str, Any]:
+    for _ in range(200):
+        doc = client.get(f"/api/sessions/{sid}").json()
+        if doc["live"]["end"] and doc["live"]["recording"]:
+            return dict(doc)
+        time.sleep(0.01)
+    raise AssertionError(f"session {sid} did not end")
+
+
+def _calls(streams: list[dict[str, Any]]) -> list[tuple[str | None, str, str | None]]:
+    return [(c["call_id"], c["state"], (c["reason"] or "").split(":")[0] or None) for s in streams for c in s["calls"]]
+
+
+@pytest.mark.parametrize("path,dialect", NON_STREAMING)
+@pytest.mark.parametrize("model", ["parallel", "invalid"])
+def test_exports_of_a_non_streaming_answer_describe_the_calls_the_session_shows(tmp_path: Path, path: str, dialect: str, model: str) -> None:
+    with make_client(Settings(data_dir=tmp_path, mock_delay=0.0)) as client:
+        body = {"model": model, "stream": False, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+        answer = client.post(f"/proxy/openai/{path}", json=body)
+        assert answer.status_code == 200 and answer.headers["content-type"].startswith("application/json")
+        sid = client.get("/api/live").json()["sessions"][0]["id"]
+        doc = _live_done(client, sid)
+        shown = _calls(doc["streams"])
+        assert shown and doc["live"]["streaming"] is False and doc["error"] is None
+        report = client.get(f"/sessions/{sid}/export.report.json")
+        markdown = client.get(f"/sessions/{sid}/export.md").text
+        reproducer = client.get(f"/sessions/{sid}/export.sse")
+        triage = doc["triage"]
+    assert report.status_code == 200 and _calls(report.json()["streams"]) == shown
+    assert all(call_id in markdown for call_id, _, _ in shown)
+    # the reproducer is the stream the session assembled, redacted: it re-imports to the same verdicts
+    assert reproducer.status_code == 200 and reproducer.headers["content-type"].startswith("text/event-stream")
+    again = assemble_events(read_capture(reproducer.content, "x"))
+    assert [(c.call_id, c.state.value, (c.reason or "").split(":")[0] or None) for r in again for c in r.calls] == shown
+    assert "error" not in triage and triage["naive_lane"] is not None
+    if model == "invalid":  # the failed call is diagnosed from the stream, not from the raw body
+        assert [d["call_id"] for d in triage["diagnoses"]] == [c for c, state, _ in shown if state == "failed"]
+
+
+def test_a_report_asked_for_while_a_json_body_arrives_is_not_kept_once_it_is_read(tmp_path: Path) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"s": "' + TEXT + '"}'}}
+    body = json.dumps({"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [call]}, "finish_reason": "tool_calls"}]}).encode()
+    with make_client(Settings(data_dir=tmp_path)) as client:
+        source = LiveSource("openai/v1/chat/completions", upstream="openai", endpoint="/v1/chat/completions", dialect="openai-chat", request={"model": "m", "stream": False})
+        session = client.app.state.store.create_live(source)  # type: ignore[attr-defined]
+        session.live_source.http_status, session.live_source.content_type = 200, "application/json"
+        session.feed_bytes(body[:40])
+        session.feed_bytes(body[40:])
+        before = client.get(f"/sessions/{session.id}/export.report.json")
+        session.finish()
+        after = client.get(f"/sessions/{session.id}/export.report.json").json()
+    assert before.status_code == 200 and before.json()["partial"] and TEXT not in before.text
+    assert [c["state"] for s in before.json()["streams"] for c in s["calls"]] == []  # nothing assembled before the body is whole
+    assert "partial" not in after and [(c["call_id"], c["state"]) for c in after["streams"][0]["calls"]] == [("c1", "committed")]
+
+
+HOSTILE_BODIES = {
+    "deep": (b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "not JSON (nesting too deep)"),
+    "digits": (b'{"choices": [{"index": ' + b"7" * 5000 + b"}]}", "not JSON (a number too long to convert)"),
+    "latin1": (b'{"choices": "caf\xe9"}', "not UTF-8 (byte 16)"),
+    "syntax": (b'{"choices": [}', "not JSON (Expecting value at line 1, column 14)"),
+    "shape": (b'{"choices": 7}', "not a chat.completion body"),
+    "array": (b"[1, 2]", "not a JSON object"),
+    "duplicate": (json.dumps({"choices": [{"message": {"tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": {"k": 1}}}]}, "finish_reason": "tool_calls"}]}).replace('"k": 1', '"k": 1, "k": 2').encode(), "duplicate object key"),
+}
+
+
+async def _hostile_upstream(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] != "http":
+        return
+    request = json.loads((await receive())["body"])
+    body = HOSTILE_BODIES[request["model"]][0]
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def test_a_non_streaming_body_that_cannot_be_read_is_an_error_the_session_and_its_exports_name(tmp_path: Path) -> None:
+    with serve(_hostile_upstream) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream}))) as base:
+        for model, (body, problem) in HOSTILE_BODIES.items():
+            received = httpx.post(f"{base}/proxy/up/v1/chat/completions", json={"model": model, "stream": False})
+            assert received.content == body  # the client gets the body unchanged
+            doc = finished(base, newest_live(base))
+            assert doc["status"] == "error" and problem in doc["error"] and doc["streams"] == [], model
+            report = httpx.get(f"{base}/sessions/{doc['id']}/export.report.json")
+            reproducer = httpx.get(f"{base}/sessions/{doc['id']}/export.sse")
+            assert report.status_code == 200 and report.json()["streams"] == []
+            assert reproducer.status_code == 422 and "nothing to reproduce" in reproducer.text
+            assert httpx.get(f"{base}/sessions/{doc['id']}").status_code == 200
+            assert httpx.get(f"{base}/sessions/{doc['id']}/triage").status_code == 200
+            assert httpx.get(f"{base}/sessions/{doc['id']}/recording").status_code in (200, 422)
+            replayed = httpx.post(f"{base}/recordings/{doc['live']['recording']}/replay", headers={"accept": "application/json"})
+            assert replayed.status_code in (201, 422)

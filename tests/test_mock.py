@@ -19,8 +19,8 @@ from assembler.mockwire import (
     scenario_names,
     scenario_script,
     split_events,
-    synthesize_stream,
 )
+from assembler.retell import synthesize_stream
 from assembler.pipeline import assemble_events
 from web.mock import ENDPOINTS, MockProvider, create_mock_app
 

@@ -4,8 +4,10 @@ recording, the database or a log line; it does reach the upstream."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 from typing import Any
 
 import anthropic
@@ -13,6 +15,7 @@ import httpx
 import httpx2
 import openai
 import pytest
+from starlette.testclient import TestClient
 from starlette.types import ASGIApp, Receive, Scope, Send
 from websockets.sync.client import connect
 
@@ -20,8 +23,10 @@ from assembler.demos import DEMOS
 from web import Settings, create_app
 from web.mock import MockProvider, create_mock_app
 from web.proxy import forward_headers, is_secret_header, secret_values
+from web.store import Store
 
 from .test_live_server import finished, newest_live, serve, sessions
+from .test_web_app import BASE
 
 CANARY = "sk-canary-Zq81Lw0Xv7Tn3Rb5Mc2Pd9Hf"
 COOKIE = "session=canary-cookie-Yt6Gh2Jk8"
@@ -127,3 +132,23 @@ def test_an_upstream_that_echoes_the_key_is_scrubbed_from_the_recording(tmp_path
             assert CANARY not in doc["error"] and "[redacted]" in doc["error"]
             recording = httpx.get(f"{base}/sessions/{doc['id']}/recording").content
             assert CANARY.encode() not in recording and b"[redacted]" in recording
+
+
+@pytest.mark.parametrize("value", ['", "stream": ', "sk-canary-ends-with-backslash\\"], ids=["json-syntax", "trailing-backslash"])
+def test_a_forwarded_value_that_overlaps_json_syntax_still_leaves_a_scrubbed_recording(tmp_path: Path, value: str) -> None:
+    body = {"model": "single", "stream": True, "messages": [{"role": "user", "content": f"my key is {value}"}], "metadata": {value: 1}}
+    with TestClient(create_app(Settings(data_dir=tmp_path, mock_delay=0.0)), base_url=BASE) as client:
+        response = client.post(f"/proxy/openai/v1/chat/completions?x={quote(value, safe='')}", json=body)
+        assert response.status_code == 200
+        sid = client.get("/api/live").json()["sessions"][0]["id"]
+        for _ in range(200):
+            doc = client.get(f"/api/sessions/{sid}").json()
+            if doc["live"]["recording"]:
+                break
+            time.sleep(0.01)
+        rid = doc["live"]["recording"]
+    assert rid, "the recording was written"
+    stored = Store(tmp_path).get(rid)
+    assert stored is not None
+    request = stored.meta["request"]
+    assert request["messages"][0]["content"] == "my key is [redacted]" and list(request["metadata"]) == ["[redacted]"]

@@ -178,6 +178,42 @@ def responses_item_done_arguments(args: str) -> bytes:
     return _responses("item_done", args)
 
 
+def responses_delta_arguments(args: str) -> bytes:
+    """A ``.delta`` whose ``delta`` is a JSON value, not a text fragment."""
+    item = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": ""}
+    delta = {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": SLOT}
+    return sse(
+        {"type": "response.created", "response": {"id": "r"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        with_arguments(delta, args),
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {"id": "r"}},
+        typed=True,
+    )
+
+
+def _custom(where: str, args: str) -> bytes:
+    """A custom tool call whose free-text ``input`` arrives as a JSON value at ``where``."""
+    item = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "c1", "name": "f", "input": ""}
+    if where == "added":
+        added = with_arguments({"type": "response.output_item.added", "output_index": 0, "item": {**item, "input": SLOT}}, args)
+    else:
+        added = json.dumps({"type": "response.output_item.added", "output_index": 0, "item": item})
+    events: list[dict[str, Any] | str] = [{"type": "response.created", "response": {"id": "r"}}, added]
+    ref = {"item_id": "ctc_1", "output_index": 0}
+    if where == "delta":
+        events.append(with_arguments({"type": "response.custom_tool_call_input.delta", **ref, "delta": SLOT}, args))
+    if where == "done":
+        events.append(with_arguments({"type": "response.custom_tool_call_input.done", **ref, "input": SLOT}, args))
+    done = {"type": "response.output_item.done", "output_index": 0, "item": {**item, "input": SLOT if where == "item_done" else ""}}
+    events.append(with_arguments(done, args) if where == "item_done" else done)
+    events.append({"type": "response.completed", "response": {"id": "r"}})
+    return sse(*events, typed=True)
+
+
+CUSTOM_PLACES = ["added", "delta", "done", "item_done"]
+
+
 def gemini_args(args: str) -> bytes:
     chunk = {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": SLOT}}]}, "finishReason": "STOP"}]}
     return sse(with_arguments(chunk, args))
@@ -205,6 +241,7 @@ PATHS: list[Callable[[str], bytes]] = [
     responses_added_arguments,
     responses_done_arguments,
     responses_item_done_arguments,
+    responses_delta_arguments,
     gemini_args,
 ]
 IDS = [p.__name__ for p in PATHS]
@@ -301,3 +338,24 @@ def test_redacted_events_keep_no_original_text() -> None:
     events = redact_events(read_capture(gemini_args('{"token":"CANARYsecret42"}')))
     assert events and all(e.raw is None for e in events)
     assert "CANARYsecret42" not in repr(events)
+
+
+# ------------------------------------------------------------------ custom tools: free-text input given as a value
+
+
+@pytest.mark.parametrize("where", CUSTOM_PLACES)
+def test_a_custom_tool_input_given_as_a_json_value_is_judged_as_its_json_text(where: str) -> None:
+    result = assemble(_custom(where, CLEAN))
+    (call,) = result.calls
+    assert call.state is CallState.COMMITTED and call.arguments != {}  # never an empty input
+    assert json.loads(call.arguments["input"]) == {"cmd": "ls"}
+    assert result.quirks["arguments_as_json_value"] == 1 and result.quirks["custom_tool_input_wrapped"] == 1
+
+
+@pytest.mark.parametrize("where", CUSTOM_PLACES)
+@pytest.mark.parametrize(("args", "problem"), [(DUP, "duplicate object key"), ('{"n":NaN}', "non-standard constant NaN")], ids=["duplicate", "nan"])
+def test_a_custom_tool_input_value_that_is_not_strict_json_fails_the_call(where: str, args: str, problem: str) -> None:
+    result = assemble(_custom(where, args))
+    (call,) = result.calls
+    assert call.state is CallState.FAILED and (call.reason or "").startswith(f"invalid_json: {problem}")
+    assert [r.tool_call_id for r in result.results] == ["c1"]

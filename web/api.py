@@ -19,6 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from assembler import jsontext
+from assembler.untrusted import parse_json
 
 from .replay import MAX_RATE, MIN_RATE, SessionStore
 from .settings import FULL_SPEED, Settings, parse_speed
@@ -77,10 +78,9 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
 
     @router.post("/sessions")
     async def create(request: Request) -> JSONResponse:
-        try:
-            body = await request.json()
-        except ValueError:
-            return JSONResponse({"error": "body must be JSON"}, status_code=400)
+        body, problem = parse_json(await request.body())
+        if problem is not None:
+            return JSONResponse({"error": f"body must be JSON: the body is {problem}"}, status_code=400)
         if not isinstance(body, dict):
             return JSONResponse({"error": "body must be a JSON object"}, status_code=400)
         rate, speed = body.get("rate"), 1.0

@@ -11,13 +11,14 @@ scenario's own tools are used, so its calls are checked against their schemas.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from assembler.demos import DEMOS
 from assembler.mockwire import MockDialect
+from assembler.registry import RegistryError, ToolRegistry
+from assembler.untrusted import parse_json
 
 API = Literal["chat", "responses", "messages"]
 #: Form value → (dialect, path below the upstream's base URL).
@@ -77,7 +78,9 @@ def scenario_tools(model: str) -> list[dict[str, Any]]:
 
 
 def build_request(upstream: str, api: str, model: str, tools_text: str, prompt: str, *, mock: bool) -> Plan:
-    """The request a direct connection sends; :class:`ConnectError` for a bad form."""
+    """The request a direct connection sends; :class:`ConnectError` for a bad form (its
+    message names the field and the fault: tools that are not JSON, not an array of tool
+    objects, or not usable as the session's registry)."""
     if api not in APIS:
         raise ConnectError(f"Unknown API {api!r}: choose chat, responses or messages.")
     model = model.strip()
@@ -87,10 +90,9 @@ def build_request(upstream: str, api: str, model: str, tools_text: str, prompt: 
         raise ConnectError(f"The prompt is longer than {MAX_PROMPT:,} characters.")
     tools: list[Any] = []
     if tools_text.strip():
-        try:
-            parsed = json.loads(tools_text)
-        except json.JSONDecodeError as exc:
-            raise ConnectError(f"Tools are not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
+        parsed, problem = parse_json(tools_text)
+        if problem is not None:
+            raise ConnectError(f"Tools are {problem}.")
         if isinstance(parsed, dict) and "tools" in parsed:
             parsed = parsed["tools"]
         if not isinstance(parsed, list):
@@ -100,6 +102,10 @@ def build_request(upstream: str, api: str, model: str, tools_text: str, prompt: 
         tools = scenario_tools(model)
     dialect, path = APIS[api]
     converted = convert_tools(tools, api)
+    try:
+        ToolRegistry.from_tools(converted)  # the session judges calls by them: refuse what it cannot use
+    except RegistryError as exc:
+        raise ConnectError(f"The tools cannot be used: {exc}.") from None
     text = prompt.strip() or "Use the tools."
     body: dict[str, Any] = {"model": model, "stream": True}
     if api == "chat":

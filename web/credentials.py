@@ -29,6 +29,8 @@ from urllib.parse import quote, unquote_plus
 
 import httpx
 
+from assembler.untrusted import parse_json
+
 #: Credential headers: forwarded upstream, never stored, logged or shown.
 SECRET_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie", "set-cookie", "x-amz-security-token"}
@@ -141,16 +143,13 @@ def describe_error(status: int, body: bytes) -> str:
     keys) is replaced. The exact forwarded values are scrubbed from ``body`` beforehand, by
     the live source that holds it."""
     detail = ""
-    try:
-        doc = json.loads(body)
-        error = doc.get("error") if isinstance(doc, dict) else None
-        if isinstance(error, dict):
-            kind = error.get("type") or error.get("code") or ""
-            detail = f"{kind}: {error.get('message') or ''}".strip(": ")
-        elif isinstance(error, str):
-            detail = error
-    except (ValueError, UnicodeDecodeError, RecursionError):  # not JSON, or nested too deep to read
-        detail = ""
+    doc, _ = parse_json(body)
+    error = doc.get("error") if isinstance(doc, dict) else None
+    if isinstance(error, dict):
+        kind = error.get("type") or error.get("code") or ""
+        detail = f"{kind}: {error.get('message') or ''}".strip(": ")
+    elif isinstance(error, str):
+        detail = error
     detail = _TOKENISH.sub("[redacted]", detail)[:300]
     return f"Upstream answered {status}" + (f": {detail}" if detail else ".")
 

@@ -21,7 +21,6 @@ reach this module.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -33,9 +32,10 @@ from assembler.capture import (  # the very payload rules iter_capture uses
 )
 from assembler.config import AssembleConfig
 from assembler.metrics import Metrics
-from assembler.mockwire import MOCK_DIALECTS, MockDialect, synthesize_stream
+from assembler.mockwire import MockDialect
 from assembler.pipeline import Pipeline
 from assembler.registry import RegistryError, ToolRegistry
+from assembler.retell import retell_body
 from assembler.sse import SSEDecoder
 
 from .credentials import describe_error, scrub_bytes, scrub_text  # describe_error: re-exported
@@ -156,6 +156,7 @@ class LiveSource:
             "; arguments are checked against the request's tools." if self.tools else "; the request had no tools, so names and schemas are not checked."
         )
         self.chunks: list[bytes] = []
+        self.wire: bytes | None = None  # a non-streaming JSON body re-told as a stream, once read
         self.size = 0
         self.count = 0
         self.http_status: int | None = None
@@ -169,6 +170,20 @@ class LiveSource:
         """The bytes received so far, with any forwarded credential replaced."""
         data = b"".join(self.chunks)
         return scrub_bytes(data, list(self.secrets))[0] if self.secrets else data
+
+    @property
+    def json_body(self) -> bool:
+        """A non-streaming answer: one JSON body, assembled (once complete) as the stream
+        that would have carried it."""
+        return (self.content_type or "").startswith("application/json") and not self.streaming
+
+    @property
+    def stream_data(self) -> bytes:
+        """The stream the session assembles, for the exports and the triage: ``data``, or
+        for a non-streaming JSON body the stream re-told from it (empty until it is read)."""
+        if self.json_body:
+            return self.wire or b""
+        return self.data
 
     def iter_events(self) -> Any:
         return iter(())  # a live session is never stepped through a replay
@@ -245,7 +260,7 @@ class LiveSession(Session):
         self.live_source.chunks.append(chunk)
         self.live_source.size += len(chunk)
         self.pending.status = True
-        if self.status.done or self.upstream_error or not self.live_source.streaming and self._json_body:
+        if self.status.done or self.upstream_error or self.live_source.json_body:
             return  # an error or JSON body is read once complete; after the end, bytes are only kept
         for event in self._capture.decode(chunk):
             self._event(event)
@@ -289,10 +304,6 @@ class LiveSession(Session):
         """The upstream answered with an HTTP error status (4xx/5xx)."""
         return (self.live_source.http_status or 200) >= 400
 
-    @property
-    def _json_body(self) -> bool:
-        return (self.live_source.content_type or "").startswith("application/json")
-
     def _event(self, event: ProviderEvent) -> None:
         self.live_source.count += 1
         self.position = self.live_source.count
@@ -305,8 +316,9 @@ class LiveSession(Session):
         if self.upstream_error:
             self.failed(describe_error(self.live_source.http_status or 0, self.live_source.data))
             return
-        if self._json_body and not self.live_source.streaming:
-            self._assemble_json()
+        if self.live_source.json_body:
+            if not self._assemble_json():
+                return
         else:
             for event in self._capture.close():
                 self._event(event)
@@ -314,20 +326,19 @@ class LiveSession(Session):
             self._guard(self.pipeline.close)
         self._end("complete" if self._stream_end() == "complete" else "truncated")
 
-    def _assemble_json(self) -> None:
-        """A non-streaming body, re-told as the stream that would have carried it."""
+    def _assemble_json(self) -> bool:
+        """A non-streaming body, re-told as the stream that would have carried it; False
+        (the session failed, naming what is wrong with the body) when it cannot be read."""
         dialect = self.live_source.dialect
-        try:
-            doc = json.loads(self.live_source.data)
-            if dialect not in MOCK_DIALECTS or not isinstance(doc, dict):
-                raise ValueError("not a known response body")
-            wire = synthesize_stream(dialect, doc, self.live_source.name)  # type: ignore[arg-type]
-        except (ValueError, RecursionError) as exc:  # RecursionError: a body nested too deep to read
-            self.error = f"The non-streaming response could not be read as a {dialect or 'known'} body ({type(exc).__name__})."
-            return
+        wire, problem = retell_body(dialect, self.live_source.data, self.live_source.name)
+        if wire is None:
+            self.failed(f"The non-streaming {dialect or 'provider'} response could not be read: {problem}.")
+            return False
+        self.live_source.wire = wire
         capture = IncrementalCapture(self.live_source.name, self.live_source.secrets)
         for event in [*capture.decode(wire), *capture.close()]:
             self._event(event)
+        return True
 
     def dropped(self, detail: str) -> None:
         """The upstream connection broke mid-body: the stream is truncated."""
@@ -378,7 +389,7 @@ class LiveSession(Session):
             "dialect": self.pipeline.dialect or src.dialect,
             "model": src.model,
             "streaming": src.streaming,
-            "format": "json" if self._json_body and not src.streaming else "sse",
+            "format": "json" if src.json_body else "sse",
             "http_status": src.http_status,
             "content_type": src.content_type,
             "end": self.end_kind,

@@ -20,7 +20,6 @@ that reaches the same verdicts (a cancelled recording stops at the same event).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets as _secrets
 from collections.abc import Callable
@@ -28,11 +27,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from assembler.export import redact_capture
-from assembler.mockwire import MOCK_DIALECTS, synthesize_stream
+from assembler.retell import retell_body
+from assembler import jsontext
 from assembler.model import CallState
 from assembler.registry import ToolRegistry
 
-from .credentials import scrub_bytes
+from .credentials import scrub_bytes, scrub_text
 from .fanout import Broadcaster
 from .live import LiveSession, LiveSource
 from .render import Renderer
@@ -203,11 +203,12 @@ def prepare_recording(session: LiveSession, forwarded_secrets: list[str]) -> Pre
     meta["download"] = "as_received" if download_as_received(session) else "redacted"
     if redacted:
         meta["redacted"] = "a forwarded credential appeared in the body and was replaced"
-    text = json.dumps(meta, ensure_ascii=False)
-    clean, _ = scrub_bytes(text.encode(), secrets)  # the request body too, if a key was pasted into it
+    # String by string (keys too): the request body as well, if a key was pasted into it. A
+    # replace over the JSON text could cut its syntax: a forwarded query value may be any text.
+    clean = jsontext.rebuild(meta, lambda v: scrub_text(v, secrets) if isinstance(v, str) else v, lambda k: scrub_text(k, secrets))
     src = session.live_source
     name = f"{src.upstream} {src.endpoint}" + (f" {src.model}" if src.model else "")
-    return PreparedRecording(session.id, name, body, src.tools, json.loads(clean), recording_summary(session))
+    return PreparedRecording(session.id, name, body, src.tools, clean, recording_summary(session))
 
 
 def save_recording(store: Store, session: LiveSession, forwarded_secrets: list[str]) -> str:
@@ -265,12 +266,9 @@ def replay_bytes(stored: StoredSource) -> bytes:
     that would have carried it."""
     body = stored.body or b""
     dialect = stored.meta.get("dialect")
-    if not stored.meta.get("streaming") and str(stored.meta.get("content_type") or "").startswith("application/json") and dialect in MOCK_DIALECTS:
-        try:
-            doc = json.loads(body)
-            return synthesize_stream(dialect, doc, stored.name) if isinstance(doc, dict) else body
-        except ValueError:
-            return body
+    if not stored.meta.get("streaming") and str(stored.meta.get("content_type") or "").startswith("application/json"):
+        wire, _ = retell_body(dialect, body, stored.name)
+        return body if wire is None else wire  # unreadable: the bytes, which fail to read the same way
     return body
 
 

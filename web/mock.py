@@ -49,6 +49,7 @@ from assembler.mockwire import (
     scenario_script,
     split_events,
 )
+from assembler.untrusted import parse_json
 
 from .sources import capture_list
 
@@ -176,12 +177,9 @@ class MockProvider:
         dialect = ENDPOINTS.get(path)
         if dialect is None:
             return _error("openai-chat", 404, f"The mock serves {', '.join(ENDPOINTS)}; not {path}.", code="unknown_url")
-        try:
-            request = json.loads(body or b"{}")
-        except (ValueError, UnicodeDecodeError):
-            return _error(dialect, 400, "The request body is not JSON.")
-        except RecursionError:
-            return _error(dialect, 400, "The request body nests too deep to read.")
+        request, problem = parse_json(body or b"{}")
+        if problem is not None:
+            return _error(dialect, 400, f"The request body is {problem}.")
         if not isinstance(request, dict):
             return _error(dialect, 400, "The request body must be a JSON object.")
         status = _number(query.get("status"), int)

@@ -29,7 +29,6 @@ the session.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 
 import httpx
@@ -38,6 +37,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
 from assembler.urls import scrub_url
+from assembler.untrusted import parse_json
 
 from .credentials import (  # the credential rules, re-exported for the proxy's callers
     SECRET_HEADERS,
@@ -301,10 +301,7 @@ async def open_upstream(
 def new_session(store: LiveSessionStore, name: str, path: str, body: bytes, secrets: list[str] | None = None) -> LiveSession:
     """A live session for a request body (JSON when it parses; its ``tools`` the registry);
     ``secrets``: the credential values the request forwards, scrubbed from all it shows."""
-    try:
-        request = json.loads(body) if body else None
-    except (ValueError, UnicodeDecodeError, RecursionError):  # not JSON, or nested too deep to read: no tools
-        request = None
+    request, _ = parse_json(body) if body else (None, None)  # not JSON: forwarded as is, no registry
     endpoint = "/" + path.lstrip("/")
     source = LiveSource(f"{name}{endpoint}", upstream=name, endpoint=endpoint, dialect=endpoint_dialect(path),
                         request=request if isinstance(request, dict) else None, secrets=secrets)

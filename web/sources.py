@@ -12,7 +12,6 @@ parsed events (a 100,000-event capture is ~20 MB of SSE but ~250 MB as parsed ob
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from assembler.config import AssembleConfig
 from assembler.demos import DEMOS, Demo
 from assembler.pipeline import Pipeline
 from assembler.registry import RegistryError, ToolRegistry
+from assembler.untrusted import parse_json
 
 log = logging.getLogger("toollatch.web")
 
@@ -78,6 +78,12 @@ class LoadedSource:
     def size(self) -> int:
         """Bytes of the raw capture."""
         return len(self.data)
+
+    @property
+    def stream_data(self) -> bytes:
+        """The stream a session of this source assembles (the exports and the triage read
+        it): the capture itself. A live source re-tells a non-streaming body here."""
+        return self.data
 
     def iter_events(self) -> Iterator[ProviderEvent]:
         """The provider events, parsed as they are read (a fresh iterator each call)."""
@@ -163,12 +169,9 @@ def check(data: bytes, name: str, config: AssembleConfig, registry: ToolRegistry
 
 def parse_tools(raw: bytes, name: str) -> list[dict[str, Any]]:
     """A ``tools`` array (OpenAI or Anthropic shape) from JSON bytes, or raise :class:`SourceError`."""
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise SourceError(f"Tools file {name} is not UTF-8 text.") from None
-    except json.JSONDecodeError as exc:
-        raise SourceError(f"Tools file {name} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
+    doc, problem = parse_json(raw)
+    if problem is not None:
+        raise SourceError(f"Tools file {name} is {problem}.")
     if isinstance(doc, dict) and "tools" in doc:
         doc = doc["tools"]
     try:

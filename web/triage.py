@@ -60,7 +60,7 @@ class Events:
     def __iter__(self) -> Iterator[ProviderEvent]:
         # From the bytes, not ``source.iter_events()``: a live source keeps its bytes but
         # does not replay them.
-        return itertools.islice(iter_events(self.source.data, self.source.name), self.limit)
+        return itertools.islice(iter_events(self.source.stream_data, self.source.name), self.limit)
 
     def __len__(self) -> int:
         return self.limit
@@ -72,7 +72,7 @@ class Events:
 @dataclass
 class _Cache:
     full: list[StreamResult] | None = None
-    full_size: int | None = None  # source bytes ``full`` was assembled from
+    full_size: tuple[int, int] | None = None  # source bytes and events ``full`` was assembled from
     state: tuple[int, int, int, int, str] | None = None
     view: dict[str, Any] | None = None
 
@@ -145,22 +145,28 @@ def without_open_diagnoses(session: Session, results: list[StreamResult]) -> lis
 
 
 def assemble_source(source: LoadedSource, config: Any) -> list[StreamResult]:
-    """The whole source through a fresh pipeline (virtual clock, no progress events)."""
+    """The whole source through a fresh pipeline (virtual clock, no progress events); no
+    streams when there is nothing to assemble yet (a live source before its first event,
+    or a non-streaming body not yet whole or not readable)."""
+    data = source.stream_data
+    if not data.strip():
+        return []
     pipeline = Pipeline(config=config, registry=source.registry(), name=source.name, clock=lambda: 0.0, progress_events=False)
-    for event in iter_events(source.data, source.name):
+    for event in iter_events(data, source.name):
         pipeline.feed(event)
     pipeline.close()
     return pipeline.results()
 
 
 async def full_results(session: Session) -> list[StreamResult]:
-    """The whole source assembled (cached per session and source size: a live source that
-    grew is assembled again); raises ``CaptureError`` if unreadable."""
+    """The whole source assembled (cached per session, source size and event count: a live
+    source that grew, or whose non-streaming body was read, is assembled again); raises
+    ``CaptureError`` if unreadable."""
     cache = _caches.setdefault(session, _Cache())
-    size = session.source.size
+    size = (session.source.size, session.source.count)
     if cache.full is None or cache.full_size != size:
         full = await asyncio.to_thread(assemble_source, session.source, session.config)
-        if session.source.size == size:  # a chunk that arrived meanwhile is not in ``full``
+        if (session.source.size, session.source.count) == size:  # a chunk that arrived meanwhile is not in ``full``
             cache.full, cache.full_size = full, size
         return full
     return cache.full

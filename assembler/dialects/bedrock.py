@@ -26,6 +26,7 @@ import json
 from typing import Any
 
 from ..capture import ProviderEvent
+from ..untrusted import parse_json
 from ..model import (
     ArgsFragment,
     BlockStop,
@@ -150,11 +151,13 @@ class BedrockInvokeAdapter:
                 return [StreamError(f"{kind}: {(body or {}).get('message', '')}".rstrip(": "))]
             return [Quirk("non_chunk_line")]
         try:
-            text = base64.b64decode(chunk["bytes"], validate=True).decode("utf-8")
-            inner = json.loads(text)
-        except (binascii.Error, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-            return [StreamError(f"line {event.line}: chunk.bytes is not base64 JSON")]
-        return self._inner.feed(ProviderEvent(None, inner, event.line, event.offset, raw=text))
+            payload = base64.b64decode(chunk["bytes"], validate=True)
+        except (binascii.Error, ValueError):
+            return [StreamError(f"line {event.line}: chunk.bytes is not base64")]
+        inner, problem = parse_json(payload)
+        if problem is not None:
+            return [StreamError(f"line {event.line}: chunk.bytes decodes to a payload that is {problem}")]
+        return self._inner.feed(ProviderEvent(None, inner, event.line, event.offset, raw=payload.decode("utf-8-sig")))
 
     def close(self) -> list[Op]:
         return self._inner.close()

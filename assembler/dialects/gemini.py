@@ -31,6 +31,13 @@ only once the object is complete, and counting the same text that the latch pars
 applies at the call's end, not while values stream in. A streamed call still open at
 ``finishReason: MAX_TOKENS`` is truncated (an object built from a cut stream parses).
 
+Bounds: a ``jsonPath`` array index may name an existing element or the one just past the
+end (arrays grow one element at a time, as the values stream in); an index further out
+would make the adapter allocate in proportion to a number the provider chose, so it is a
+stream error naming the entry and the path segment (never the path's member names). A
+deep path is built without recursion (its size is that of the event carrying it); the
+latch then fails the call ``arguments_too_deep`` past ``max_tool_argument_depth``.
+
 Strictness: ``args`` and ``partialArgs`` values arrive parsed with their chunk, which keeps
 the last of duplicate keys and accepts ``NaN``; a chunk carrying them is re-read strictly
 (:func:`.base.strictness_fault`, once per chunk) and, when it is not strict JSON, each call
@@ -51,6 +58,8 @@ from .base import strictness_fault
 _VALUE_FIELDS = ("numberValue", "boolValue", "nullValue")
 _SEGMENT = re.compile(r"""\.([^\W\d][\w-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
 _MISSING = object()
+#: Digits an array index in a ``jsonPath`` may have; longer is past any array's end.
+_MAX_INDEX_DIGITS = 18
 
 
 class _Text:
@@ -154,7 +163,7 @@ class GeminiAdapter:
         if streamed is not None and name is None and fc.get("args") in (None, {}) and (
             fc_id is None or streamed.provider_id in (None, fc_id)
         ):  # a continuation: no name, no whole args, no other call's id
-            self._apply_all(streamed.args, fc.get("partialArgs"), ops)
+            self._apply_all(streamed.args, fc.get("partialArgs"))
             if fc.get("partialArgs"):
                 strict.check(streamed.key, ops)
             if fc.get("willContinue") is not True:
@@ -185,7 +194,7 @@ class GeminiAdapter:
             ops.append(ArgsFragment(key, jsontext.dumps(args)))  # the latch rejects it
             args = {}
         self._open[ci] = _Streamed(key, fc_id, jsontext.rebuild(args) if args else {})  # never mutate the event
-        self._apply_all(self._open[ci].args, fc.get("partialArgs"), ops)
+        self._apply_all(self._open[ci].args, fc.get("partialArgs"))
         if args or fc.get("partialArgs"):
             strict.check(key, ops)
         if fc.get("willContinue") is not True:
@@ -194,11 +203,11 @@ class GeminiAdapter:
     def _close(self, ci: int, ops: list[Op]) -> None:
         streamed = self._open.pop(ci)
         if streamed.args:
-            text = jsontext.dumps(_finish(streamed.args), separators=(",", ":"))
+            text = jsontext.dumps(jsontext.rebuild(streamed.args, _joined), separators=(",", ":"))
             ops.append(ArgsFragment(streamed.key, text))
         ops.append(BlockStop(streamed.key))
 
-    def _apply_all(self, args: dict[str, Any], entries: Any, ops: list[Op]) -> None:
+    def _apply_all(self, args: dict[str, Any], entries: Any) -> None:
         if entries is None:
             return
         if not isinstance(entries, list):
@@ -207,7 +216,7 @@ class GeminiAdapter:
             try:
                 if not isinstance(entry, dict):
                     raise PartialArgsError(f"entry is a JSON {_json_type(entry)}, not an object")
-                apply_partial_arg(args, entry, ops)
+                apply_partial_arg(args, entry)
             except PartialArgsError as exc:
                 raise PartialArgsError(f"partialArgs[{n}]: {exc}") from None
 
@@ -229,12 +238,14 @@ class _Strictness:
             ops.append(ArgsNotStrict(key, self._fault))
 
 
-def apply_partial_arg(args: dict[str, Any], entry: dict[str, Any], ops: list[Op]) -> None:
+def apply_partial_arg(args: dict[str, Any], entry: dict[str, Any]) -> None:
     """Apply one ``partialArgs`` entry to ``args`` in place (values only, never argument text).
 
-    Raises :class:`PartialArgsError` when the entry cannot be applied; its text names
-    positions (jsonPath segment numbers, characters) and JSON type names, never a member
-    name or a value: the path's names are argument keys.
+    Raises :class:`PartialArgsError` when the entry cannot be applied (among others: an
+    array index past the element just after the array's end, which is refused before
+    anything is allocated); its text names positions (jsonPath segment numbers,
+    characters) and JSON type names, never a member name or a value: the path's names
+    are argument keys.
     """
     path = parse_json_path(entry.get("jsonPath"))
     if "stringValue" in entry:
@@ -251,7 +262,7 @@ def apply_partial_arg(args: dict[str, Any], entry: dict[str, Any], ops: list[Op]
         child = _get(container, segment, depth)
         if child is _MISSING:
             child = [] if isinstance(following, int) else {}
-            _set(container, segment, child, ops)
+            _set(container, segment, child, depth)
         container = child
     leaf = path[-1]
     existing = _get(container, leaf, len(path))  # also checks the container's type
@@ -262,7 +273,7 @@ def apply_partial_arg(args: dict[str, Any], entry: dict[str, Any], ops: list[Op]
         if existing is not _MISSING:
             raise PartialArgsError(f"stringValue continues a JSON {_json_type(existing)}, not a string")
         value = _Text(value)
-    _set(container, leaf, value, ops)
+    _set(container, leaf, value, len(path))
 
 
 def parse_json_path(path: Any) -> list[str | int]:
@@ -276,8 +287,8 @@ def parse_json_path(path: Any) -> list[str | int]:
         if m is None:
             raise PartialArgsError(f"unsupported jsonPath at character {pos}")
         name, index, single, double = m.groups()
-        if index is not None:
-            segments.append(int(index))
+        if index is not None:  # an index too long for int() is past any array's end anyway
+            segments.append(int(index) if len(index) <= _MAX_INDEX_DIGITS else 10**_MAX_INDEX_DIGITS)
         elif name is not None:
             segments.append(name)
         else:
@@ -310,22 +321,22 @@ def _json_type(value: Any) -> str:
     return {dict: "object", list: "array"}.get(type(value), "null" if value is None else "value")
 
 
-def _set(container: Any, segment: str | int, value: Any, ops: list[Op]) -> None:
+def _set(container: Any, segment: str | int, value: Any, depth: int) -> None:
+    """``container[segment] = value``; an array grows by one element at most."""
     if isinstance(segment, str):
         container[segment] = value
         return
     if segment > len(container):
-        ops.append(Quirk("sparse_partial_args_index"))
-        container.extend([None] * (segment - len(container)))
+        raise PartialArgsError(f"jsonPath segment {depth} indexes past the end of its array (an array grows one element at a time)")
     if segment == len(container):
         container.append(value)
     else:
         container[segment] = value
 
 
-def _finish(value: Any) -> Any:
-    """Join every :class:`_Text` (one join per string); iterative, so any depth is fine."""
-    return jsontext.rebuild(value, lambda v: "".join(v.pieces) if isinstance(v, _Text) else v)
+def _joined(value: Any) -> Any:
+    """A :class:`_Text` as its string (one join per string); anything else as it is."""
+    return "".join(value.pieces) if isinstance(value, _Text) else value
 
 
 def _error_detail(error: Any) -> str:

@@ -29,9 +29,11 @@ arrived they stay authoritative; a ``.done`` text that differs from their concat
 recorded as quirk ``done_arguments_differ``. The comparison keeps a running SHA-256 of
 the deltas, not a second copy of the (possibly secret, possibly huge) text.
 
-``arguments`` given as a JSON value instead of a string (in ``output_item.added``/``.done``
-or ``.done``) is judged as its JSON text (quirk ``arguments_as_json_value``), after a strict
-re-check of the event that carried it (:func:`.base.check_strict`).
+``arguments`` (or a custom tool's ``input``) given as a JSON value instead of a string (in
+``output_item.added``/``.done``, ``.done`` or a ``.delta``) is judged as its JSON text (quirk
+``arguments_as_json_value``), after a strict re-check of the event that carried it
+(:func:`.base.check_strict`); for a custom tool that JSON text is the free-text input, and
+is wrapped like any other.
 
 Custom tools: the latch accepts only a JSON object, so free-text input is carried as
 ``{"input": <text>}``: the adapter sends ``{"input":"`` then each delta JSON-*escaped*
@@ -124,7 +126,7 @@ class OpenAIResponsesAdapter:
         if kind == "response.output_item.added":
             return self._item_added(data, event)
         if kind in _DELTAS:
-            return self._delta(data, _DELTAS[kind])
+            return self._delta(data, _DELTAS[kind], event)
         if kind in _DONES:
             item_kind, field_name = _DONES[kind]
             ops: list[Op] = []
@@ -176,12 +178,16 @@ class OpenAIResponsesAdapter:
         self._start(item, index, ops, event)
         return ops
 
-    def _delta(self, data: dict[str, Any], kind: str) -> list[Op]:
+    def _delta(self, data: dict[str, Any], kind: str, event: ProviderEvent) -> list[Op]:
         ops: list[Op] = []
         item = self._find(data, kind, ops)
         text = data.get("delta")
-        if item is None or not isinstance(text, str) or not text:
+        if item is None or text is None or text == "":
             return ops
+        if not isinstance(text, str):  # a JSON value where a text fragment belongs: judged as its JSON text
+            ops.append(Quirk("arguments_as_json_value"))
+            check_strict(item.key, event, ops)  # the event's parse may have hidden a duplicate key
+            text = jsontext.dumps(text)  # any depth: the latch judges it
         if item.stopped:
             ops.append(ArgsFragment(item.key, text))  # the assembler fails the call: text after block stop
             return ops
@@ -296,7 +302,7 @@ class OpenAIResponsesAdapter:
         if item.settled or item.stopped:
             return ops
         item.settled = True
-        json_value = text is not None and not isinstance(text, str) and item.kind != "custom_tool_call"
+        json_value = text is not None and not isinstance(text, str)
         if json_value:
             ops.append(Quirk("arguments_as_json_value"))
             text = jsontext.dumps(text)  # any depth: the latch judges it
@@ -335,9 +341,13 @@ def _identity(item: dict[str, Any]) -> tuple[str | None, str | None]:
 
 
 def _whole_text(kind: str, value: Any, ops: list[Op]) -> str | None:
-    if value is not None and not isinstance(value, str) and kind != "custom_tool_call":
+    """The argument text an item carries whole (None: none); a JSON value becomes its JSON
+    text (a custom tool's input: that text, wrapped)."""
+    if value is not None and not isinstance(value, str):
         ops.append(Quirk("arguments_as_json_value"))
-        return jsontext.dumps(value)
+        value = jsontext.dumps(value)
+        if kind != "custom_tool_call":
+            return value
     if not isinstance(value, str) or not value:
         return None
     return _WRAP_OPEN + _escape(value) + _WRAP_CLOSE if kind == "custom_tool_call" else value
