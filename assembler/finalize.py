@@ -86,7 +86,12 @@ def strict_loads(text: str) -> Any:
     to infinity, and strings holding a lone surrogate (I-JSON, RFC 7493).
     """
     try:
-        value = _DECODER.decode(text)
+        try:  # the common text: one value, nothing around it
+            value, end = _DECODER.raw_decode(text)
+        except json.JSONDecodeError:
+            end = -1
+        if end != len(text):  # whitespace around it, trailing data or an error: the full parse says which
+            value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
         # exc.msg is the decoder's description ("Expecting ',' delimiter"); it never
         # contains the document. exc.pos counts characters: report UTF-8 bytes.

@@ -91,18 +91,20 @@ class OpenAIChatAdapter:
         return ops
 
     def _fragment_only(self, choice: dict[str, Any], ops: list[Op]) -> bool:
-        """The most common chunk of all, in one step: one more argument fragment for a
-        bound index of an open choice, nothing else in the choice. False: not that chunk,
-        nothing done."""
+        """The two most common chunks, in one step, for an open choice already seen: one more
+        argument fragment for a bound index, or text (``content``, ``reasoning``...) with no
+        tool call, no ``role`` and no ``finish_reason``. False: not such a chunk, nothing done."""
         delta = choice.get("delta")
-        if delta.__class__ is not dict or len(delta) != 1 or choice.get("finish_reason"):
+        if delta.__class__ is not dict or choice.get("finish_reason"):
+            return False
+        ci = choice.get("index", 0)
+        state = self._choices.get(ci) if type(ci) is int else None
+        if state is None or state.finished or "content_filter_results" in choice or "content_filter_offsets" in choice:
             return False
         entries = delta.get("tool_calls")
-        ci = choice.get("index", 0)
-        if entries.__class__ is not list or len(entries) != 1 or type(ci) is not int:
-            return False
-        state = self._choices.get(ci)
-        if state is None or state.finished or "content_filter_results" in choice or "content_filter_offsets" in choice:
+        if entries is None:
+            return "role" not in delta  # text only: nothing for the assembler
+        if len(delta) != 1 or entries.__class__ is not list or len(entries) != 1:
             return False
         return self._continuation(state, entries[0], ops)
 
