@@ -129,7 +129,7 @@ def main() -> int:
         run_upstream(int(port), Path(captures), float(delay))
         return 0
 
-    from assembler.demos import stress_demo
+    from assembler.stress import stress_demo
 
     work = Path(tempfile.mkdtemp(prefix="toollatch-bench-"))
     (work / "caps").mkdir()

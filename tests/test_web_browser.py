@@ -19,7 +19,8 @@ import pytest
 
 from .browser_support import served
 
-from assembler.demos import CANARY_SECRET, DEMOS, stress_demo
+from assembler.demos import CANARY_SECRET, DEMOS
+from assembler.stress import stress_demo
 
 from .conftest import ROOT
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from assembler.demos import DEMOS, stress_demo
+from assembler.demos import DEMOS
+from assembler.stress import stress_demo
 from web.app import resource_dir
 from web.fanout import Frame, Viewer
 from web.render import Renderer

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from assembler.config import AssembleConfig
-from assembler.demos import DEMOS, stress_demo
+from assembler.demos import DEMOS
+from assembler.stress import stress_demo
 from web.replay import FULL_SPEED_BATCH, MAX_TICKS_PER_SECOND, SYNC_SEEK_EVENTS, pace
 from web.session import Session, Status
 from web.settings import FULL_SPEED, parse_speed, speed_label

@@ -182,7 +182,7 @@ def parse_tools(raw: bytes, name: str) -> list[dict[str, Any]]:
 
 
 def from_demo(demo: Demo) -> LoadedSource:
-    """A demo (built in, or generated like :func:`assembler.demos.stress_demo`) as a source."""
+    """A demo (built in, or generated like :func:`assembler.stress.stress_demo`) as a source."""
     return LoadedSource("demo", demo.name, demo.title, demo.description, demo.wire, demo.events, demo.dialect, demo.tools, demo.cancel_after)
 
 
