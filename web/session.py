@@ -22,17 +22,17 @@ import enum
 import logging
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from assembler.capture import CaptureError, ProviderEvent
 from assembler.config import AssembleConfig
-from assembler.model import CallKey, CallState, StreamEndKind, ToolResult
+from assembler.model import CallState, ToolResult
 from assembler.metrics import Metrics
 from assembler.pipeline import Pipeline
 from assembler.redact import AssemblyEvent, CallView, hide_open_progress, hide_progress
 
+from .cards import Card, Changes, EndState, Verdict, card_id
 from .settings import speed_label, speed_value
 from .sources import LoadedSource
 
@@ -52,94 +52,6 @@ class Status(str, enum.Enum):
     @property
     def done(self) -> bool:
         return self in (Status.FINISHED, Status.CANCELLED, Status.ERROR)
-
-
-def card_id(stream: int, key: CallKey) -> str:
-    """Stable DOM id of a call's card, e.g. ``call-0-0-1-0``."""
-    return "call-" + "-".join(str(part) for part in (stream, *key))
-
-
-@dataclass
-class Card:
-    """What the dashboard knows of one call.
-
-    ``arguments`` is set only once an assembly event said the call is COMMITTED;
-    ``result`` is the error result owed for a non-committed call, once known.
-    """
-
-    stream: int
-    view: CallView
-    arguments: dict[str, Any] | None = None
-    result: ToolResult | None = None
-
-    @property
-    def id(self) -> str:
-        return card_id(self.stream, self.view.key)
-
-
-@dataclass
-class Verdict:
-    """A terminal outcome to announce: a call's final state, or a stream's end."""
-
-    text: str
-    state: str  # a CallState value, or "stream"
-
-
-@dataclass
-class Changes:
-    """What changed since the last render.
-
-    ``cards``: ids of cards whose view changed (bytes, fragments, identity or state);
-    ``transitions``: the subset whose *state* changed or that appeared. ``layout``: cards
-    appeared; ``reset``: the session was rebuilt (restart, seek back). ``verdicts``: new
-    verdicts to append to the log, in order.
-    """
-
-    cards: set[str] = field(default_factory=set)
-    transitions: set[str] = field(default_factory=set)
-    layout: bool = False
-    status: bool = False
-    controls: bool = False
-    results: bool = False
-    verdicts: list[Verdict] = field(default_factory=list)
-    reset: bool = False
-
-    def any(self) -> bool:
-        return bool(self.cards or self.layout or self.status or self.controls or self.results or self.verdicts or self.reset)
-
-    @property
-    def essential(self) -> bool:
-        """True when this is more than progress: a state transition, a verdict, a new
-        card, a rebuild or a status/control change. Progress-only changes (byte and
-        fragment counts, the event counter) may be dropped for a slow viewer because a
-        later render supersedes them."""
-        return bool(self.transitions or self.verdicts or self.layout or self.reset or self.controls or self.results)
-
-    def merge(self, other: Changes) -> Changes:
-        """A new :class:`Changes` covering both ``self`` and the later ``other``."""
-        return Changes(
-            cards=self.cards | other.cards,
-            transitions=self.transitions | other.transitions,
-            layout=self.layout or other.layout,
-            status=self.status or other.status,
-            controls=self.controls or other.controls,
-            results=self.results or other.results,
-            verdicts=[*self.verdicts, *other.verdicts],
-            reset=self.reset or other.reset,
-        )
-
-    @classmethod
-    def everything(cls) -> Changes:
-        """Every region, the verdict log replaced: a full-state render."""
-        return cls(layout=True, status=True, controls=True, results=True, reset=True)
-
-
-@dataclass
-class EndState:
-    """How one stream of the input ended."""
-
-    kind: StreamEndKind
-    detail: str | None
 
 
 class Session:

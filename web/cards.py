@@ -1,0 +1,105 @@
+"""What a session shows of each call, and what changed since the last render.
+
+:class:`Card` holds a call's redacted view (and its arguments once committed);
+:class:`Changes` records which regions of the page a render must redo, so the WebSocket hub
+renders each changed card once however many events arrived in between.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from assembler.model import CallKey, StreamEndKind, ToolResult
+from assembler.redact import CallView
+
+
+def card_id(stream: int, key: CallKey) -> str:
+    """Stable DOM id of a call's card, e.g. ``call-0-0-1-0``."""
+    return "call-" + "-".join(str(part) for part in (stream, *key))
+
+
+@dataclass
+class Card:
+    """What the dashboard knows of one call.
+
+    ``arguments`` is set only once an assembly event said the call is COMMITTED;
+    ``result`` is the error result owed for a non-committed call, once known.
+    """
+
+    stream: int
+    view: CallView
+    arguments: dict[str, Any] | None = None
+    result: ToolResult | None = None
+
+    @property
+    def id(self) -> str:
+        return card_id(self.stream, self.view.key)
+
+
+@dataclass
+class Verdict:
+    """A terminal outcome to announce: a call's final state, or a stream's end."""
+
+    text: str
+    state: str  # a CallState value, or "stream"
+
+
+@dataclass
+class Changes:
+    """What changed since the last render.
+
+    ``cards``: ids of cards whose view changed (bytes, fragments, identity or state);
+    ``transitions``: the subset whose *state* changed or that appeared. ``layout``: cards
+    appeared; ``reset``: the session was rebuilt (restart, seek back). ``verdicts``: new
+    verdicts to append to the log, in order.
+    """
+
+    cards: set[str] = field(default_factory=set)
+    transitions: set[str] = field(default_factory=set)
+    layout: bool = False
+    status: bool = False
+    controls: bool = False
+    results: bool = False
+    verdicts: list[Verdict] = field(default_factory=list)
+    reset: bool = False
+
+    def any(self) -> bool:
+        return bool(self.cards or self.layout or self.status or self.controls or self.results or self.verdicts or self.reset)
+
+    @property
+    def essential(self) -> bool:
+        """True when this is more than progress: a state transition, a verdict, a new
+        card, a rebuild or a status/control change. Progress-only changes (byte and
+        fragment counts, the event counter) may be dropped for a slow viewer because a
+        later render supersedes them."""
+        return bool(self.transitions or self.verdicts or self.layout or self.reset or self.controls or self.results)
+
+    def merge(self, other: Changes) -> Changes:
+        """A new :class:`Changes` covering both ``self`` and the later ``other``."""
+        return Changes(
+            cards=self.cards | other.cards,
+            transitions=self.transitions | other.transitions,
+            layout=self.layout or other.layout,
+            status=self.status or other.status,
+            controls=self.controls or other.controls,
+            results=self.results or other.results,
+            verdicts=[*self.verdicts, *other.verdicts],
+            reset=self.reset or other.reset,
+        )
+
+    @classmethod
+    def everything(cls) -> Changes:
+        """Every region, the verdict log replaced: a full-state render."""
+        return cls(layout=True, status=True, controls=True, results=True, reset=True)
+
+
+@dataclass
+class EndState:
+    """How one stream of the input ended."""
+
+    kind: StreamEndKind
+    detail: str | None
+
+
+__all__ = ["Card", "Changes", "EndState", "Verdict", "card_id"]
