@@ -1,0 +1,163 @@
+"""Adversarial review (second round): inputs that break the completion latch or leave a
+client call without exactly one result.
+
+Each test states the correct behaviour and is marked ``xfail(strict=True)`` while the bug
+exists, so the suite passes and the test flips to a failure (XPASS) once it is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from assembler import Pipeline, read_capture
+from assembler.capture import ProviderEvent
+from assembler.model import CallState, StreamResult
+
+
+def sse(*events: tuple[str, dict[str, Any]]) -> bytes:
+    return "".join(f"event: {kind}\ndata: {json.dumps(doc)}\n\n" for kind, doc in events).encode()
+
+
+def jsonl(*docs: dict[str, Any]) -> bytes:
+    return "".join(json.dumps(d) + "\n" for d in docs).encode()
+
+
+def assemble(data: bytes) -> list[StreamResult]:
+    pipeline = Pipeline()
+    for event in read_capture(data):
+        pipeline.feed(event)
+    pipeline.close()
+    return pipeline.results()
+
+
+def answered_once(results: list[StreamResult], call_id: str) -> None:
+    """The call ``call_id`` has a verdict and exactly one answer (a commit or one error result)."""
+    calls = [c for r in results for c in r.calls if c.call_id == call_id]
+    assert calls and all(c.state.terminal for c in calls), [(c.call_id, c.state) for c in calls]
+    committed = sum(1 for c in calls if c.state is CallState.COMMITTED)
+    owed = sum(1 for r in results for x in r.results if x.tool_call_id == call_id)
+    assert committed + owed == 1, (committed, owed)
+
+
+# ------------------------------------------------------------------ a stream begun without its start event
+
+_ANTHROPIC_CALL_BEFORE_MESSAGE_START = sse(
+    ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": {}}}),
+    ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"a": 1'}}),
+    ("message_start", {"type": "message_start", "message": {"id": "m1", "content": []}}),
+    ("message_stop", {"type": "message_stop"}),
+)
+_RESPONSES_ITEM_BEFORE_CREATED = sse(
+    ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
+                                    "item": {"type": "function_call", "id": "fc1", "call_id": "t1", "name": "f", "arguments": ""}}),
+    ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc1", "delta": '{"a": 1'}),
+    ("response.created", {"type": "response.created", "response": {"id": "r1"}}),
+    ("response.completed", {"type": "response.completed", "response": {}}),
+)
+_BEDROCK_BLOCK_BEFORE_MESSAGE_START = jsonl(
+    {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "t1", "name": "f"}}}},
+    {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"a": 1'}}}},
+    {"messageStart": {"role": "assistant"}},
+    {"messageStop": {"stopReason": "end_turn"}},
+)
+_COHERE_CALL_BEFORE_MESSAGE_START = sse(
+    ("tool-call-start", {"type": "tool-call-start", "index": 0,
+                         "delta": {"message": {"tool_calls": {"id": "t1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1'}}}}}),
+    ("message-start", {"type": "message-start", "id": "m1"}),
+    ("message-end", {"type": "message-end", "delta": {"finish_reason": "COMPLETE"}}),
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: assembler/pipeline.py Pipeline._apply_all starts a new Assembler on StreamStart when the "
+    "current one has begun, without ending it; the adapters only emit StreamTruncated when their own start "
+    "event was seen (anthropic._message_start, openai_responses._response_created, bedrock, cohere), and "
+    "Pipeline.close()/cancel() only close the last stream: a call that arrived before the start event stays "
+    "OPEN for ever, with no verdict and no result",
+)
+@pytest.mark.parametrize(
+    "data",
+    [_ANTHROPIC_CALL_BEFORE_MESSAGE_START, _RESPONSES_ITEM_BEFORE_CREATED, _BEDROCK_BLOCK_BEFORE_MESSAGE_START, _COHERE_CALL_BEFORE_MESSAGE_START],
+    ids=["anthropic", "openai-responses", "bedrock-converse", "cohere"],
+)
+def test_a_call_before_the_stream_start_event_still_gets_its_verdict(data: bytes) -> None:
+    results = assemble(data)
+    assert all(r.end is not None for r in results), [r.end for r in results]
+    answered_once(results, "t1")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: assembler/pipeline.py Pipeline.cancel applies Cancel to the last stream only; a call left "
+    "open in an earlier stream (begun before its start event) is never cancelled and owes no result",
+)
+def test_a_user_stop_answers_a_call_left_in_an_earlier_stream() -> None:
+    pipeline = Pipeline()
+    for event in read_capture(_ANTHROPIC_CALL_BEFORE_MESSAGE_START.rsplit(b"event: message_stop", 1)[0]):
+        pipeline.feed(event)
+    pipeline.cancel()
+    answered_once(pipeline.results(), "t1")
+
+
+# ------------------------------------------------------------------ Gemini: a streamed call cut by another call
+
+
+def _chunk(*parts: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}}
+    if finish:
+        candidate["finishReason"] = finish
+    return {"candidates": [candidate]}
+
+
+def _gemini(chunks: list[dict[str, Any]]) -> StreamResult:
+    pipeline = Pipeline("gemini")
+    for i, data in enumerate(chunks, 1):
+        pipeline.feed(ProviderEvent(None, data, i, 0))
+    pipeline.close()
+    (result,) = pipeline.results()
+    return result
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: assembler/dialects/gemini.py GeminiAdapter._function_call closes a streamed call whose last "
+    "part said willContinue: true when another functionCall part arrives (quirk function_call_before_terminator) "
+    "and sends the object built so far as complete text: a string value cut mid-stream parses, so the call "
+    "COMMITS with truncated arguments (half-packet execution); the MAX_TOKENS path refuses the same case",
+)
+def test_a_streamed_call_cut_off_by_the_next_call_never_commits() -> None:
+    result = _gemini(
+        [
+            _chunk({"functionCall": {"name": "run", "id": "g1", "willContinue": True}}),
+            _chunk({"functionCall": {"partialArgs": [{"jsonPath": "$.cmd", "stringValue": "rm -rf /tmp/build", "willContinue": True}], "willContinue": True}}),
+            _chunk({"functionCall": {"name": "other", "id": "g2", "args": {"x": 1}}}),
+            _chunk({"text": ""}, finish="STOP"),
+        ]
+    )
+    calls = {c.call_id: c for c in result.calls}
+    assert calls["g2"].state is CallState.COMMITTED  # the complete call is not affected
+    assert calls["g1"].state is not CallState.COMMITTED and calls["g1"].arguments is None
+    assert [r.tool_call_id for r in result.results] == ["g1"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: assembler/dialects/gemini.py GeminiAdapter._function_call: for args that are not an object "
+    "(quirk args_not_object) it sends their JSON text and then sets args = {}, so the strict re-check of the "
+    "chunk (_Strictness.check, run only 'if args or partialArgs') is skipped; with arguments_must_be_object: "
+    "false a duplicate key hidden by the chunk's lenient parse commits",
+)
+def test_gemini_args_that_are_not_an_object_are_still_held_to_strict_json() -> None:
+    from assembler import AssembleConfig
+
+    data = b'data: {"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":[{"cmd":"ls","cmd":"rm -rf /"}]}}]},"finishReason":"STOP"}]}\n\n'
+    pipeline = Pipeline(config=AssembleConfig(arguments_must_be_object=False))
+    for event in read_capture(data):
+        pipeline.feed(event)
+    pipeline.close()
+    (call,) = pipeline.results()[0].calls
+    assert call.state is CallState.FAILED and (call.reason or "").startswith("invalid_json"), (call.state, call.arguments)
