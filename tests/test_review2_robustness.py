@@ -1,0 +1,142 @@
+"""Adversarial review (second round): hostile input that gives a 500, a session that never
+ends, or work that grows faster than the input.
+
+Each test states the correct behaviour and is marked ``xfail(strict=True)`` while the bug
+exists, so the suite passes and the test flips to a failure (XPASS) once it is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from assembler import read_capture
+from assembler.capture import ProviderEvent
+from assembler.config import DEFAULT_CONFIG
+from assembler.dialects.openai_chat import OpenAIChatAdapter
+from web import Settings, create_app
+from web.session import Session
+from web.sources import LoadedSource
+
+from .test_web_app import BASE
+
+
+def chat(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def many_calls(n: int) -> bytes:
+    """One stream with ``n`` complete calls, each at its own index."""
+    events = [chat({"tool_calls": [{"index": i, "id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}) for i in range(n)]
+    events.append(chat({}, "tool_calls"))
+    return ("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n").encode()
+
+
+# ------------------------------------------------------------------ proxy: a path that is not a URL
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: web/proxy.py open_upstream catches only httpx.HTTPError, but client.build_request raises "
+    "httpx.InvalidURL (not an HTTPError) for a path holding a control character (%00): the request is a 500 "
+    "with a traceback, and the live session new_session() made for it stays PLAYING for ever (never ended, "
+    "never evicted by LiveSessionStore._evict)",
+)
+@pytest.mark.parametrize("upstream", ["openai", "up"], ids=["built-in mock", "configured upstream"])
+def test_a_proxied_path_that_is_not_a_url_is_a_clear_error_and_ends_its_session(tmp_path: Path, upstream: str) -> None:
+    app = create_app(Settings(data_dir=tmp_path, upstreams={"up": "http://127.0.0.1:9"}))
+    with TestClient(app, base_url=BASE, raise_server_exceptions=False) as client:
+        response = client.post(f"/proxy/{upstream}/v1/chat%00/completions", json={"model": "single", "stream": True})
+        assert 400 <= response.status_code < 500 or response.status_code == 502, response.status_code
+        assert response.headers["content-type"].startswith("application/json")
+        live = client.get("/api/live").json()["sessions"]
+        assert all(s["status"] != "playing" for s in live), [(s["endpoint"], s["status"]) for s in live]
+
+
+# ------------------------------------------------------------------ work that grows faster than the input
+
+
+def _fastest(run: Any, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        started = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def _replay_seconds(n: int) -> float:
+    data = many_calls(n)
+    source = LoadedSource("capture", "many.sse", "many", "many calls", data, len(read_capture(data)), "openai-chat", None, None)
+
+    def replay() -> None:
+        session = Session("s", source, DEFAULT_CONFIG, 10.0)
+        session.step(10**6)
+        assert session.status.done and len(session.cards) == n
+
+    return _fastest(replay)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: web/session.py Session._apply calls _refresh_results on every terminal transition, which "
+    "rebuilds pipeline.results() for every stream and compares every owed result with every card: O(calls^2) "
+    "per verdict, O(calls^3) per stream (1,000 calls take ~25 s, on the event loop for a live session, "
+    "stalling every proxied stream)",
+)
+def test_a_replay_costs_about_linear_time_in_its_calls() -> None:
+    small, large = _replay_seconds(120), _replay_seconds(480)
+    assert large / small < 10, f"4x the calls took {large / small:.0f}x the time ({small:.3f}s -> {large:.3f}s)"
+
+
+def _adapter_seconds(n: int) -> float:
+    events = [ProviderEvent(None, chat({"tool_calls": [{"index": i, "id": f"c{i}", "function": {"name": "f", "arguments": "{}"}}]}), i + 1, 0) for i in range(n)]
+
+    def feed() -> None:
+        adapter = OpenAIChatAdapter()
+        for event in events:
+            adapter.feed(event)
+
+    return _fastest(feed)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: assembler/dialects/openai_chat.py OpenAIChatAdapter._entry tests 'key not in state.keys', a "
+    "list that holds every call of the choice: a stream of n calls costs O(n^2) in the adapter (8,000 calls ~2 s)",
+)
+def test_the_openai_chat_adapter_costs_about_linear_time_in_its_calls() -> None:
+    small, large = _adapter_seconds(1000), _adapter_seconds(8000)
+    assert large / small < 20, f"8x the calls took {large / small:.0f}x the time ({small:.3f}s -> {large:.3f}s)"
+
+
+# ------------------------------------------------------------------ a request's tools of an odd shape
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: web/store.py tool_names iterates tool.get('functionDeclarations') whatever its type: a proxied "
+    "request whose tools hold {'functionDeclarations': 5} raises TypeError in LiveSource.meta(), so "
+    "GET /api/sessions, /api/sessions/{id} and /api/live answer 500 for as long as the session is kept, and "
+    "Store.save fails, so the stream's recording is never saved",
+)
+def test_a_request_with_odd_tools_leaves_the_json_api_and_the_recording_working(tmp_path: Path) -> None:
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}, {"functionDeclarations": 5}]
+    app = create_app(Settings(data_dir=tmp_path, mock_delay=0.0))
+    with TestClient(app, base_url=BASE, raise_server_exceptions=False) as client:
+        answer = client.post("/proxy/openai/v1/chat/completions", json={"model": "single", "stream": True, "tools": tools})
+        assert answer.status_code == 200
+        (session,) = client.app.state.store.live_sessions()  # type: ignore[attr-defined]
+        for _ in range(200):  # the recording is written in a worker thread just after the end
+            if session.status.done and session.live_source.recording:
+                break
+            time.sleep(0.01)
+        statuses = {url: client.get(url).status_code for url in ("/api/sessions", f"/api/sessions/{session.id}", "/api/live")}
+        assert statuses == {url: 200 for url in statuses}, statuses
+        assert session.live_source.recording is not None
+        assert client.get(f"/sessions/{session.id}/recording").status_code == 200
