@@ -13,6 +13,7 @@ Byte offsets are in UTF-8 bytes of the joined text; fragment indexes are 0-based
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,8 +50,12 @@ class _Mode(enum.Enum):
     LITERAL = 10
     DONE = 11  # the top-level value ended; only whitespace may follow
 
+    __hash__ = object.__hash__  # members are singletons: identity hashing (Enum's is Python code)
+
 
 _WS = frozenset(" \t\n\r")
+#: A run of string content that needs no look: no quote, no backslash, no control character.
+_PLAIN = re.compile(r'[^"\\\x00-\x1f]+')
 _ESCAPES = frozenset('"\\/bfnrtu')
 _HEX = frozenset("0123456789abcdefABCDEF")
 _DIGITS = frozenset("0123456789")
@@ -132,7 +137,10 @@ class JSONPrefixScanner:
         self._fragment += 1
         if self.error is not None:
             return _mask_all(fragment) if self.mask else fragment
-        out: list[str] | None = [] if self.mask else None
+        if not self.mask:
+            self._scan(fragment)
+            return fragment
+        out: list[str] | None = []
         for ch in fragment:
             width = 1 if ch < "\x80" else len(ch.encode("utf-8", "surrogatepass"))
             # String-value content: inside a value string (escapes included), not its quotes.
@@ -143,6 +151,26 @@ class JSONPrefixScanner:
                 out.append("x" * width if content or self.error is not None else ch)
             self._offset += width
         return "".join(out) if out is not None else fragment
+
+    def _scan(self, fragment: str) -> None:
+        """:meth:`feed` without masking: runs of plain string content are passed in one step."""
+        i, n = 0, len(fragment)
+        while i < n:
+            if self.error is not None:  # only the byte count goes on
+                self._offset += len(fragment[i:].encode("utf-8", "surrogatepass"))
+                return
+            if self._mode is _Mode.STRING:
+                run = _PLAIN.match(fragment, i)
+                if run is not None:
+                    text = run.group()
+                    self._offset += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+                    i = run.end()
+                    continue
+            ch = fragment[i]
+            if not self._step(ch):
+                self.error = PrefixError(self._fragment, self._offset, self._expect().value)
+            self._offset += 1 if ch < "\x80" else len(ch.encode("utf-8", "surrogatepass"))
+            i += 1
 
     def _expect(self) -> Expect:
         if self._mode is _Mode.AFTER_VALUE:

@@ -19,8 +19,9 @@ Strategies:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .capture import DONE, ProviderEvent
@@ -64,12 +65,31 @@ class NaiveAction:
 class _Buf:
     call_id: str | None = None
     name: str | None = None
-    text: str = ""  # naive clients re-parse a growing string; the lane copies that on purpose
+    parts: list[str] = field(default_factory=list)  # the text so far, joined only when acted on
+    size: int = 0  # UTF-8 bytes of the text so far
     fragments: int = 0
     done: bool = False
     scanner: JSONPrefixScanner | None = None
     depth: int = 0
     opened: bool = False
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        self.size += len(text.encode("utf-8", "surrogatepass"))
+        self.fragments += 1
+
+    @property
+    def text(self) -> str:
+        if len(self.parts) > 1:
+            self.parts[:] = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
+
+    def set_text(self, text: str) -> None:
+        self.parts = [text]
+        self.size = len(text.encode("utf-8", "surrogatepass"))
+
+
+_BRACKET = re.compile(r"[{}\[\]]")
 
 
 def _safe_parse(text: str) -> Any:
@@ -101,7 +121,7 @@ def naive_lane(events: Iterable[ProviderEvent], dialect: str, latched: list[Stre
 def _action(strategy: str, kind: str, buf: _Buf, committed: dict[str, Any], value: Any = None) -> NaiveAction:
     same = buf.call_id in committed and value is not None and committed[buf.call_id] == value and kind == "executed"
     return NaiveAction(
-        strategy, kind, buf.name, buf.call_id, max(buf.fragments - 1, 0), len(buf.text.encode("utf-8", "surrogatepass")),
+        strategy, kind, buf.name, buf.call_id, max(buf.fragments - 1, 0), buf.size,
         value if same else None, not same,
     )
 
@@ -121,13 +141,15 @@ def _op_strategies(events: Iterable[ProviderEvent], dialect: str, committed: dic
                     buf = table.setdefault(op.key, _Buf())
                     buf.call_id = buf.call_id or op.call_id
                     buf.name = buf.name or op.name
-                    if isinstance(op, CallStart) and op.whole_arguments and not buf.text:
-                        buf.text = op.whole_arguments
+                    if isinstance(op, CallStart) and op.whole_arguments and not buf.parts:
+                        buf.set_text(op.whole_arguments)
             elif isinstance(op, ArgsFragment):
                 for table in (parses, brackets, blocks):
                     buf = table.setdefault(op.key, _Buf())
-                    buf.text += op.text
-                    buf.fragments += 1
+                    if buf.fragments == 0 and buf.parts:
+                        buf.parts.clear()  # streamed text replaces arguments that came whole with the start
+                        buf.size = 0
+                    buf.add(op.text)
                 _when_parses(parses[op.key], op.text, committed, out)
                 _when_balanced(brackets[op.key], op.text, committed, out)
             elif isinstance(op, BlockStop) and op.key in blocks and not blocks[op.key].done:
@@ -153,7 +175,8 @@ def _when_parses(buf: _Buf, fragment: str, committed: dict[str, Any], out: list[
 def _when_balanced(buf: _Buf, fragment: str, committed: dict[str, Any], out: list[NaiveAction]) -> None:
     if buf.done:
         return
-    for ch in fragment:
+    for match in _BRACKET.finditer(fragment):  # the brackets only: text between them is skipped in C
+        ch = match.group()
         if ch in "{[":
             buf.depth += 1
             buf.opened = True
@@ -184,8 +207,7 @@ def _openai_strategies(events: Iterable[ProviderEvent], committed: dict[str, Any
                 buf.call_id = buf.call_id or entry.get("id") or None
                 buf.name = buf.name or fn.get("name") or None
                 if isinstance(fn.get("arguments"), str) and fn["arguments"]:
-                    buf.text += fn["arguments"]
-                    buf.fragments += 1
+                    buf.add(fn["arguments"])
                 index = entry.get("index", position)
                 named = names.setdefault((choice.get("index", 0), index if isinstance(index, int) else position), _Buf())
                 if isinstance(fn.get("name"), str):

@@ -153,3 +153,20 @@ def test_a_call_cut_off_by_the_stream_says_where_its_text_stood() -> None:
         "fragments": 1,
         "text": {"kind": "incomplete", "depth": 1, "expected": "string character or '\"'"},
     }
+
+
+_PIECES = st.sampled_from(['{"', '"a', 'bc"', ":", "1", "2.5e", "-", '"\\u00e9', "\\n", '\\"', "é", "😀", "\t", ",", "}", "]", "[", "tru", "e", "null", '"', "\x01", "x", " "])
+
+
+@given(st.lists(st.lists(_PIECES, max_size=6).map("".join), max_size=12))
+@settings(max_examples=400, deadline=None)
+def test_scanning_with_and_without_masking_reads_the_same(fragments: list[str]) -> None:
+    # The unmasked scanner passes runs of plain string content in one step; the masked one
+    # reads character by character: both must agree on every verdict and position.
+    plain, masked = JSONPrefixScanner(), JSONPrefixScanner(mask=True)
+    for fragment in fragments:
+        assert plain.feed(fragment) == fragment
+        masked.feed(fragment)
+        assert (plain.error, plain.complete, plain.depth, plain._offset) == (masked.error, masked.complete, masked.depth, masked._offset)
+    if plain.error is None:
+        assert plain.expected == masked.expected
