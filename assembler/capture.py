@@ -73,7 +73,8 @@ class ProviderEvent(NamedTuple):
     error: str | None = None
     #: Framing deviations met with this event: SSE ``comment_line``, ``crlf_line_ends``,
     #: ``data_before_event``, ``done_variant`` (``[DONE]`` with extra whitespace), and
-    #: ``truncated_frame`` (event stream: input ended inside a frame; ``data`` is None).
+    #: ``truncated_frame`` (input ended inside an event stream frame, or inside the last line of
+    #: JSON Lines, which has no line end and does not parse; ``data`` is None).
     framing: tuple[str, ...] = ()
     #: The payload text ``data`` was parsed from (None for events built in memory). The
     #: envelope parse keeps the last of duplicate keys; an adapter re-checks this text
@@ -139,7 +140,10 @@ def _iter_jsonl(head: bytes, rest: Iterator[bytes], name: str, lines: int = 0, s
             pending.append(chunk[start:])
     raw = b"".join(pending)
     if raw.strip():
-        yield _jsonl_line(raw, name, line_no + 1, offset)
+        last = _jsonl_line(raw, name, line_no + 1, offset)
+        if last.error is not None:  # no line end and no whole value: the input was cut mid-line
+            last = ProviderEvent(None, None, line_no + 1, offset, framing=("truncated_frame",))
+        yield last
 
 
 def _jsonl_line(raw: bytes, name: str, line: int, offset: int) -> ProviderEvent:

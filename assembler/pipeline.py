@@ -102,6 +102,8 @@ class Pipeline:
         if self._adapter is None:
             if event.error is not None:
                 raise CaptureError(event.error)
+            if event.data is None and event.framing:  # cut before any event told the dialect
+                raise CaptureError(f"{self.name}:{event.line} (byte {event.offset}): the input ends inside this event, before any provider stream was recognised")
             self._pending.append(event)
             found = detect(event)
             if found is None:
@@ -171,6 +173,8 @@ class Pipeline:
         framing: list[Op] = [Quirk(name) for name in event.framing] if event.framing else []
         if event.error is not None:
             return self._apply_all([*framing, StreamError(event.error)])
+        if event.data is None:  # a framing note only (truncated_frame): nothing for the adapter
+            return self._apply_all(framing)
         try:
             ops = self._adapter.feed(event)
         except ADAPTER_FAULTS as exc:

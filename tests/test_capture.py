@@ -165,3 +165,13 @@ def test_event_data_json_cannot_hold_is_an_error_event_not_a_crash(payload: str,
     assert events[1].data is None and events[1].error is not None
     assert events[1].error.startswith("cap.sse:3 (byte 17): event data is not JSON") and problem in events[1].error
     assert "9999" not in events[1].error
+
+
+def test_a_json_lines_capture_cut_mid_line_ends_with_a_truncated_frame_not_an_error() -> None:
+    whole = b'{"a": 1}\n{"b": 2}\n'
+    events = read_capture(whole + b'{"c": "unfinished', "cut.jsonl")
+    assert [e.data for e in events[:2]] == [{"a": 1}, {"b": 2}]
+    assert events[2].data is None and events[2].error is None
+    assert events[2].framing == ("truncated_frame",) and (events[2].line, events[2].offset) == (3, len(whole))
+    (last,) = read_capture(b'{"c": 3}', "whole.jsonl")  # a complete last line without its line end is fine
+    assert last.data == {"c": 3} and last.framing == ()

@@ -261,3 +261,30 @@ def test_bedrock_block_index_of_the_wrong_type_is_ignored_not_fatal() -> None:
     (result,) = pipeline.results()
     assert result.end == "complete"
     assert result.calls[0].arguments == {"a": 1}
+
+
+def test_a_json_lines_stream_cut_mid_line_is_truncated_as_in_the_dashboard() -> None:
+    from assembler import read_capture
+
+    from .test_fixture_classes import openai_tool_chunks
+
+    chunks = [c for c in openai_tool_chunks([("call_1", "f", ['{"a":', " 1}"])]) if isinstance(c, dict) and c.get("choices")]
+    lines = b"".join(json.dumps(c).encode() + b"\n" for c in chunks)
+    cut = lines[: len(lines) - 10]  # inside the line of the chunk carrying finish_reason
+    pipeline = Pipeline(name="cut.jsonl")
+    for event in read_capture(cut, "cut.jsonl"):
+        pipeline.feed(event)
+    pipeline.close()
+    (result,) = pipeline.results()
+    assert result.end == "truncated" and result.quirks == {"truncated_frame": 1}
+    assert [c.state.value for c in result.calls] == ["failed"]
+
+
+def test_input_cut_before_any_event_names_where() -> None:
+    from assembler import read_capture
+    from assembler.capture import CaptureError
+
+    pipeline = Pipeline(name="cut.jsonl")
+    with pytest.raises(CaptureError, match=r"cut.jsonl:1 \(byte 0\): the input ends inside this event"):
+        for event in read_capture(b'{"choices": [{"delta"', "cut.jsonl"):
+            pipeline.feed(event)
