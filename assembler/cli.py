@@ -8,6 +8,7 @@ stderr when it cannot be read or its dialect is not recognised.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 from pathlib import Path
@@ -31,7 +32,9 @@ def _fail(message: str) -> int:
 
 
 def _load_config(path: str | None) -> AssembleConfig:
-    return AssembleConfig.load(Path(path)) if path else AssembleConfig()
+    """The ``agent_stream_assemble`` section of ``path``: a file written for ``serve`` (with
+    ``upstreams``, ``api_key_env``, ``mock``) is read alike, its serve sections checked too."""
+    return _serve_config(path)[0]
 
 
 def run_assemble(args: argparse.Namespace) -> int:
@@ -153,8 +156,11 @@ def _serve_config(path: str | None) -> tuple[AssembleConfig, dict[str, Any]]:
             raise ConfigError(f"{path}: {key} must map names to strings")
         extra[key] = value
     mock = extra.get("mock") or {}
-    if not isinstance(mock, dict) or set(mock) - {"delay", "rechunk"}:
+    if not isinstance(mock, dict):
         raise ConfigError(f"{path}: mock takes delay (seconds) and rechunk (a seed)")
+    for key in mock:
+        if key not in ("delay", "rechunk"):
+            raise ConfigError(f"{path}: mock: unknown key {key!r}{_nearest(str(key), ('delay', 'rechunk'))}; mock takes delay (seconds) and rechunk (a seed)")
     delay, seed = mock.get("delay"), mock.get("rechunk")
     if delay is not None and (not isinstance(delay, (int, float)) or isinstance(delay, bool) or delay < 0):
         raise ConfigError(f"{path}: mock.delay: {delay!r} is not a number of seconds >= 0")
@@ -170,20 +176,40 @@ def _serve_config(path: str | None) -> tuple[AssembleConfig, dict[str, Any]]:
     return AssembleConfig.from_mapping(section, source=f"{path}: agent_stream_assemble"), extra
 
 
-def _check_upstreams(upstreams: dict[str, str]) -> None:
+#: Upstreams that exist without configuration (the built-in mock serves them).
+BUILT_IN_UPSTREAMS = ("openai", "anthropic", "mock")
+
+
+def _nearest(name: str, known: tuple[str, ...] | list[str]) -> str:
+    near = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean {near[0]!r}?" if near else ""
+
+
+def _check_upstreams(upstreams: dict[str, str], key_env: dict[str, str], source: str | None) -> None:
+    """Refuse malformed upstreams and ``api_key_env`` entries for no upstream; warn (stderr)
+    about an upstream named like a built-in one, which then still goes to the mock."""
+    where = f"{source}: " if source else ""
     for name, url in upstreams.items():
         if not url.startswith(("http://", "https://")) or "/" in name:
             # quoted as one URL, without userinfo or query: a URL given without NAME= splits at
             # the "=" of its query, and either part may carry a credential
-            raise ConfigError(f"upstream {scrub_url(f'{name}={url}', limit=200)}: expected NAME=http(s)://host[:port][/path]")
+            raise ConfigError(f"{where}upstream {scrub_url(f'{name}={url}', limit=200)}: expected NAME=http(s)://host[:port][/path]")
+    known = sorted({*BUILT_IN_UPSTREAMS, *upstreams})
+    for name in key_env:
+        if name not in known:
+            raise ConfigError(f"{where}api_key_env: {name!r} is not an upstream{_nearest(name, known)} (upstreams: {', '.join(known)})")
+    for name in upstreams:
+        near = difflib.get_close_matches(name, [b for b in BUILT_IN_UPSTREAMS if b not in upstreams], n=1)
+        if name not in BUILT_IN_UPSTREAMS and near:
+            print(f"toollatch: warning: upstream {name!r} is configured, and {near[0]!r} still goes to the built-in mock; did you mean {near[0]!r}?", file=sys.stderr)
 
 
 def run_serve(args: argparse.Namespace) -> int:
     try:
         config, extra = _serve_config(args.config)
         upstreams = {**extra.get("upstreams", {}), **_pairs(args.upstream, "--upstream")}
-        _check_upstreams(upstreams)
         key_env = {**extra.get("api_key_env", {}), **_pairs(args.api_key_env, "--api-key-env")}
+        _check_upstreams(upstreams, key_env, args.config if extra else None)
     except ConfigError as exc:
         return _fail(str(exc))
     from web.app import run  # the web layer is imported only for this command

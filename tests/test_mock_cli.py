@@ -103,3 +103,51 @@ def test_toollatch_mock_runs_the_mock_alone(tmp_path: Path) -> None:
         process.wait(timeout=10)
         assert process.stderr is not None
         process.stderr.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("mock:\n  dealy: 0.1\n", r"bad.yaml: mock: unknown key 'dealy'; did you mean 'delay'\?"),
+        ("api_key_env:\n  opnai: NC_KEY\n", r"bad.yaml: api_key_env: 'opnai' is not an upstream; did you mean 'openai'\?"),
+        ("upstreams:\n  openai: not-a-url\n", r"bad.yaml: upstream openai=not-a-url: expected NAME=http"),
+    ],
+)
+def test_serve_refuses_typos_in_its_sections_by_name_and_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
+    import re
+
+    import web.app
+
+    monkeypatch.setattr(web.app, "run", lambda settings: pytest.fail("the server must not start"))
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    assert cli.main(["serve", "--config", str(path)]) == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_an_upstream_named_like_a_built_in_one_is_warned_about(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import web.app
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(web.app, "run", lambda settings: seen.setdefault("settings", settings))
+    path = tmp_path / "serve.yaml"
+    path.write_text("upstreams:\n  opneai: http://127.0.0.1:4000\n")
+    assert cli.main(["serve", "--config", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "upstream 'opneai' is configured, and 'openai' still goes to the built-in mock; did you mean 'openai'?" in err
+    assert seen["settings"].upstreams == {"opneai": "http://127.0.0.1:4000"}
+
+
+def test_assemble_reads_a_serve_configuration_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from .test_fixture_classes import openai_sse, openai_tool_chunks
+
+    cap = tmp_path / "cap.sse"
+    cap.write_bytes(openai_sse(openai_tool_chunks([("call_1", "f", ['{"a": "' + "x" * 50 + '"}'])])))
+    path = tmp_path / "serve.yaml"
+    path.write_text("agent_stream_assemble:\n  max_tool_argument_bytes: 16\nupstreams:\n  openai: https://api.openai.com\n")
+    assert cli.main(["assemble", str(cap), "--config", str(path)]) == 0
+    assert "arguments_exceed_max_bytes" in capsys.readouterr().out
