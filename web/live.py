@@ -38,7 +38,7 @@ from assembler.registry import RegistryError, ToolRegistry
 from assembler.retell import retell_body
 from assembler.sse import SSEDecoder
 
-from .credentials import describe_error, scrub_bytes, scrub_text  # describe_error: re-exported
+from .credentials import describe_error, scrub_bytes, scrub_text, scrub_value  # describe_error: re-exported
 from .session import Session, Status
 from .store import tool_names
 
@@ -234,6 +234,20 @@ class LiveSession(Session):
         self.end_kind: str | None = None  # complete, truncated, dropped, cancelled, error
         self._capture = IncrementalCapture(source.name, source.secrets)
         self.status = Status.PLAYING
+        #: A forwarded credential was found in what the session assembled (e.g. echoed in
+        #: argument text split over fragments, which per-event scrubbing cannot see).
+        self.echoed_secret = False
+
+    def scrubbed(self, value: Any) -> Any:
+        """``value`` with every credential the request forwarded replaced by ``[redacted]``
+        (:func:`web.credentials.scrub_value`): applied to all the session shows or serves
+        once assembled, never to the bytes the client receives."""
+        if not self.live_source.secrets:
+            return value
+        out = scrub_value(value, list(self.live_source.secrets))
+        if out != value:
+            self.echoed_secret = True
+        return out
 
     def reset(self) -> None:
         super().reset()
@@ -378,7 +392,7 @@ class LiveSession(Session):
     def to_json(self) -> dict[str, Any]:
         doc = super().to_json()
         doc["live"] = {"end": self.end_kind, "elapsed_s": round(time.monotonic() - self._t0, 3), **self.live_source.meta()}
-        return doc
+        return self.scrubbed(doc)
 
     def recording_meta(self) -> dict[str, Any]:
         """What a recording keeps besides the bytes: never headers."""

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from assembler.capture import CaptureError
 from assembler.export import redact_capture
 from assembler.retell import retell_body
 from assembler import jsontext
@@ -203,6 +204,15 @@ def prepare_recording(session: LiveSession, forwarded_secrets: list[str]) -> Pre
     meta["download"] = "as_received" if download_as_received(session) else "redacted"
     if redacted:
         meta["redacted"] = "a forwarded credential appeared in the body and was replaced"
+    if session.echoed_secret:
+        # Split over fragments, the credential is in no single chunk: keep the reproducer
+        # (argument strings masked, same verdicts) instead of the bytes.
+        try:
+            body = scrub_bytes(redact_capture(session.live_source.stream_data, session.live_source.name, session.pipeline.dialect), secrets)[0]
+        except (CaptureError, ValueError):
+            body = b""
+        meta["download"], meta["streaming"] = "redacted", True
+        meta["redacted"] = "a forwarded credential appeared in argument text: the recording keeps the redacted reproducer"
     # String by string (keys too): the request body as well, if a key was pasted into it. A
     # replace over the JSON text could cut its syntax: a forwarded query value may be any text.
     clean = jsontext.rebuild(meta, lambda v: scrub_text(v, secrets) if isinstance(v, str) else v, lambda k: scrub_text(k, secrets))

@@ -110,6 +110,12 @@ class Session:
         :attr:`forward_progress`)."""
         return view if self.forward_progress else hide_progress(view)
 
+    def scrubbed(self, value: Any) -> Any:
+        """``value`` (a committed call's arguments, a document, a report, an export's bytes)
+        as the dashboard may show or serve it. A replay shows its source as is; a live
+        session replaces the credentials its request forwarded (:class:`web.live.LiveSession`)."""
+        return value
+
     @property
     def total(self) -> int:
         """Provider events in the input."""
@@ -270,7 +276,7 @@ class Session:
             # The latch held: only now may the arguments be fetched and shown.
             committed = self.pipeline.committed(event.stream, view.key)
             if committed is not None:
-                card.arguments = committed.arguments
+                card.arguments = self.scrubbed(committed.arguments)
         if view.state.terminal and (was is None or not was.terminal):
             self._refresh_results()
             name = view.name or "unnamed call"

@@ -193,7 +193,7 @@ def card_diagnosis(session: Session, card: Card) -> dict[str, Any] | None:
     call = outcome(session, card.stream, card.view.key)
     if call is None or not call.diagnosis:
         return None
-    return {"text": breakpoint.describe(call.diagnosis), "diagnosis": call.diagnosis}
+    return session.scrubbed({"text": breakpoint.describe(call.diagnosis), "diagnosis": call.diagnosis})
 
 
 # ------------------------------------------------------------------ the triage view
@@ -271,7 +271,7 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
             log.error("session %s: triage failed with %s", session.id, type(exc).__name__)
             computed = {"diagnoses": [], "other_failures": [], "naive_lane": None, "error": f"Triage failed ({type(exc).__name__})."}
         cache.state, cache.view = state, computed
-    return {
+    return session.scrubbed({
         **cache.view,
         "ready": done,
         "state": panel_state,
@@ -284,5 +284,5 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
             "report": f"/sessions/{session.id}/export.report.json",
             "markdown": f"/sessions/{session.id}/export.md",
         },
-    }
+    })
 
