@@ -101,3 +101,40 @@ def test_a_key_echoed_in_argument_text_split_over_fragments_is_never_served(echo
         served["replay"] = json.dumps(replay_doc) + client.get(f"/sessions/{rid}").text
     for url, text in served.items():
         assert CANARY not in text and json.dumps(CANARY)[1:-1] not in text, f"the echoed key is served by {url}"
+
+
+def test_a_client_that_stops_reading_at_done_leaves_a_complete_session(tmp_path: Path) -> None:
+    """The openai SDK closes the response at ``[DONE]``; the upstream's body ends 50 ms later."""
+    upstream = upstream_app(lambda key: tool_stream(json.dumps({"q": "weather"})), tail=0.05)
+    with serve(upstream) as url, serve(create_app(Settings(data_dir=tmp_path, mock_delay=0.0, upstreams={"late": url}))) as base:
+        for _ in range(3):
+            with openai.OpenAI(base_url=f"{base}/proxy/late/v1", api_key=CANARY, max_retries=0) as client:
+                stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}], tools=TOOLS, stream=True)  # type: ignore[arg-type, list-item]
+                chunks = list(stream)
+            assert chunks[-1].choices[0].finish_reason == "tool_calls"
+            doc = finished(base, newest_live(base))
+            assert doc["status"] == "finished" and doc["live"]["end"] == "complete", doc["live"]
+            assert [c["state"] for c in doc["calls"]] == ["committed"] and doc["streams"][0]["end"] == "complete"
+            assert doc["live"]["recording_download"] == "as_received"
+            recording = httpx.get(f"{base}/sessions/{doc['id']}/recording")
+            assert recording.status_code == 200 and recording.content.endswith(b"data: [DONE]\n\n")
+
+
+def test_an_upstream_that_breaks_its_connection_after_done_leaves_a_complete_session(tmp_path: Path) -> None:
+    async def breaking(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        for part in tool_stream(json.dumps({"q": "weather"})):
+            await send({"type": "http.response.body", "body": part, "more_body": True})
+        await asyncio.sleep(0.05)
+        raise RuntimeError("connection lost after the stream's end")
+
+    with serve(breaking) as url, serve(create_app(Settings(data_dir=tmp_path, mock_delay=0.0, upstreams={"broken": url}))) as base:
+        with httpx.Client(timeout=10) as client:
+            body = {"model": "m", "stream": True, "messages": [], "tools": TOOLS}
+            with pytest.raises(httpx.HTTPError):  # the client's stream is broken as the upstream's was
+                client.post(f"{base}/proxy/broken/v1/chat/completions", json=body).read()
+        doc = finished(base, newest_live(base))
+        assert doc["status"] == "finished" and doc["live"]["end"] == "complete" and doc["error"] is None
+        assert [c["state"] for c in doc["calls"]] == ["committed"]

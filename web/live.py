@@ -7,7 +7,8 @@ takes each chunk exactly as received, decodes it incrementally
 and feeds the provider events to the pipeline. The session's redacted state, renders and
 WebSocket fan-out are the replay machinery's own, so the session page fills in real time.
 
-A live session ends one of four ways: the upstream body ended (:meth:`finish`: a stream
+A live session ends one of four ways (a stream that already reached its normal end
+finishes complete whatever comes after): the upstream body ended (:meth:`finish`: a stream
 without its normal end is truncated), the upstream dropped mid-stream (:meth:`dropped`:
 truncated, open calls FAILED ``stream_truncated``), a user stop or client disconnect
 (:meth:`~web.session.Session.cancel`: open calls CANCELLED with their error results), or
@@ -355,8 +356,12 @@ class LiveSession(Session):
         return True
 
     def dropped(self, detail: str) -> None:
-        """The upstream connection broke mid-body: the stream is truncated."""
+        """The upstream connection broke mid-body: the stream is truncated, unless it had
+        already reached its normal end (then the session finishes complete)."""
         if self.status.done:
+            return
+        if self.ended_normally:
+            self.finish()
             return
         for event in self._capture.close():
             self._event(event)
@@ -374,7 +379,13 @@ class LiveSession(Session):
         self.set_status(Status.ERROR)
 
     def cancel(self, detail: str = "user stop") -> None:
+        """A client disconnect or user stop. When the stream had already reached its normal
+        end (an SDK closes the response at ``[DONE]`` without reading the body's end), every
+        call has its verdict: the session finishes complete instead."""
         if self.status.done:
+            return
+        if self.ended_normally:
+            self.finish()
             return
         super().cancel(detail)
         self.end_kind = "cancelled"
@@ -383,6 +394,12 @@ class LiveSession(Session):
         self.end_kind = kind
         if not self.status.done:
             self.set_status(Status.FINISHED)
+
+    @property
+    def ended_normally(self) -> bool:
+        """The assembler saw the provider's normal end of the last stream, and no stream is open."""
+        streams = self.pipeline.streams
+        return bool(streams) and streams[-1].ended and self._stream_end() == "complete"
 
     def _stream_end(self) -> str | None:
         return str(list(self.ends.values())[-1].kind) if self.ends else None
