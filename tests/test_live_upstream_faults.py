@@ -138,3 +138,59 @@ def test_an_upstream_that_breaks_its_connection_after_done_leaves_a_complete_ses
         doc = finished(base, newest_live(base))
         assert doc["status"] == "finished" and doc["live"]["end"] == "complete" and doc["error"] is None
         assert [c["state"] for c in doc["calls"]] == ["committed"]
+
+
+def _progress_session(client: Any, *, live: bool) -> Any:
+    """A session of the ``test_web_progress`` capture before its first event: live, or a paused replay."""
+    from .test_web_progress import _live, upload
+
+    return _live(client) if live else client.app.state.store.get(upload(client))
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["live", "replay"])
+def test_a_fragment_sends_no_frame_when_counts_are_withheld(tmp_path: Path, live: bool) -> None:
+    from .test_web_progress import capture, settings
+    from .test_web_app import make_client
+
+    events = [f"{block}\n\n".encode() for block in capture().decode().split("\n\n") if block.startswith("data: ")]
+    with make_client(settings(tmp_path, False)) as client:
+        session = _progress_session(client, live=live)
+        session.take_changes()
+
+        def feed(event: bytes) -> Any:
+            if live:
+                session.feed_bytes(event)
+            else:
+                session.step(1)
+            return session.take_changes()
+
+        opened = feed(events[0])
+        assert opened.any() and opened.status, "a call opening is sent, with the status bar's totals"
+        for event in events[1:-2]:  # the argument fragments
+            changes = feed(event)
+            assert not changes.any(), "a fragment alone sends no frame (not even the status bar's counters)"
+        for event in events[-2:]:
+            changes = feed(event)
+        if live:
+            session.finish()
+            changes = changes.merge(session.take_changes())
+        assert changes.essential and changes.status
+        status = client.app.state.renderer.update(session, changes)
+    assert f'data-position="{len(events)}"' in status  # the totals caught up with the frame the end caused
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["live", "replay"])
+def test_fragments_are_sent_as_they_come_when_counts_are_forwarded(tmp_path: Path, live: bool) -> None:
+    from .test_web_progress import capture, settings
+    from .test_web_app import make_client
+
+    events = [f"{block}\n\n".encode() for block in capture().decode().split("\n\n") if block.startswith("data: ")]
+    with make_client(settings(tmp_path, True)) as client:
+        session = _progress_session(client, live=live)
+        session.take_changes()
+        for event in events[:-2]:
+            if live:
+                session.feed_bytes(event)
+            else:
+                session.step(1)
+            assert session.take_changes().status

@@ -274,7 +274,7 @@ class LiveSession(Session):
         """One chunk exactly as received: kept for the recording, decoded, assembled."""
         self.live_source.chunks.append(chunk)
         self.live_source.size += len(chunk)
-        self.pending.status = True
+        self.progressed()
         if self.status.done or self.upstream_error or self.live_source.json_body:
             return  # an error or JSON body is read once complete; after the end, bytes are only kept
         for event in self._capture.decode(chunk):
