@@ -194,3 +194,20 @@ def test_fragments_are_sent_as_they_come_when_counts_are_forwarded(tmp_path: Pat
             else:
                 session.step(1)
             assert session.take_changes().status
+
+
+def test_request_tools_that_cannot_be_a_registry_are_named_and_nothing_claims_a_check(tmp_path: Path) -> None:
+    bad = [{"type": "function", "function": {"name": "search", "parameters": {"type": "strng", "default": "SCHEMA-VALUE-91"}}}]
+    upstream = upstream_app(lambda key: tool_stream(json.dumps({"q": "weather"})))
+    with serve(upstream) as url, serve(create_app(Settings(data_dir=tmp_path, mock_delay=0.0, upstreams={"plain": url}))) as base:
+        _, doc = proxied_call(base, "plain", tools=bad)
+        assert [c["state"] for c in doc["calls"]] == ["committed"]
+        with httpx.Client(base_url=base, timeout=10) as client:
+            page = client.get(f"/sessions/{doc['id']}").text
+            api = client.get(f"/api/sessions/{doc['id']}").json()
+            replay = client.post(f"/recordings/{doc['live']['recording']}/replay", headers={"accept": "application/json"})
+    assert "could not be used as a registry" in page and "tool &#39;search&#39;: invalid JSON Schema: /type" in page
+    assert "safe to execute" not in page and "registered tool" not in page and "arguments are checked against" not in page
+    assert "could not be used as a registry" in api["registry"] and "tool 'search'" in api["source"]["registry_error"]
+    assert "SCHEMA-VALUE-91" not in page and "SCHEMA-VALUE-91" not in json.dumps(api)
+    assert replay.status_code == 422 and "cannot be used as a registry" in replay.text and "SCHEMA-VALUE-91" not in replay.text

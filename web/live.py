@@ -125,6 +125,21 @@ class IncrementalCapture:
         return _parse_payload(scrub_text(text, self.secrets), None, self.name, line, self._offset)
 
 
+def _request_registry(tools: list[dict[str, Any]] | None) -> tuple[ToolRegistry | None, str | None]:
+    """``(registry, None)`` for a request's usable tools; ``(None, why)`` when they cannot be a
+    registry, ``why`` naming the tool, place and rule (:class:`RegistryError`), never a schema value."""
+    if tools is None:
+        return None, None
+    try:
+        return ToolRegistry.from_tools(tools), None
+    except RegistryError as exc:
+        why = str(exc)
+    except Exception as exc:  # a shape the registry does not expect: its text could quote the request
+        why = f"a shape the registry cannot read ({type(exc).__name__})"
+    log.warning("live session: request tools not usable as a registry: %s", why)
+    return None, why
+
+
 class LiveSource:
     """What a live session shows of its request: never headers, never the API key.
 
@@ -153,9 +168,14 @@ class LiveSource:
         self.model = str(request.get("model")) if isinstance(request, dict) and request.get("model") is not None else None
         self.streaming = bool(isinstance(request, dict) and request.get("stream") is True)
         self.title = f"Live: {upstream} {endpoint}" + (f" · {self.model}" if self.model else "")
-        self.description = f"A live {dialect or 'provider'} stream through the proxy, assembled as its bytes arrive" + (
-            "; arguments are checked against the request's tools." if self.tools else "; the request had no tools, so names and schemas are not checked."
-        )
+        self._registry, self.registry_error = _request_registry(self.tools)
+        if self.registry_error is not None:
+            checked = f"; the request's tools could not be used as a registry ({self.registry_error}), so names and schemas are not checked."
+        elif self.tools:
+            checked = "; arguments are checked against the request's tools."
+        else:
+            checked = "; the request had no tools, so names and schemas are not checked."
+        self.description = f"A live {dialect or 'provider'} stream through the proxy, assembled as its bytes arrive" + checked
         self.chunks: list[bytes] = []
         self.wire: bytes | None = None  # a non-streaming JSON body re-told as a stream, once read
         self.size = 0
@@ -190,13 +210,9 @@ class LiveSource:
         return iter(())  # a live session is never stepped through a replay
 
     def registry(self) -> ToolRegistry | None:
-        if self.tools is None:
-            return None
-        try:
-            return ToolRegistry.from_tools(self.tools)
-        except RegistryError as exc:
-            log.warning("live session: request tools not usable as a registry (%s)", type(exc).__name__)
-            return None
+        """The request's tools as a registry; None when it had none or they are not usable
+        (``registry_error`` then says why)."""
+        return self._registry
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -207,6 +223,7 @@ class LiveSource:
             "size": self.size,
             "events": self.count,
             "tools": tool_names(self.tools) if self.tools is not None else None,
+            "registry_error": self.registry_error,
             "cancel_after": None,
             "upstream": self.upstream,
             "endpoint": self.endpoint,
@@ -409,6 +426,8 @@ class LiveSession(Session):
     def to_json(self) -> dict[str, Any]:
         doc = super().to_json()
         doc["live"] = {"end": self.end_kind, "elapsed_s": round(time.monotonic() - self._t0, 3), **self.live_source.meta()}
+        if self.live_source.registry_error is not None:
+            doc["registry"] = f"not checked: the request's tools could not be used as a registry ({self.live_source.registry_error})"
         return self.scrubbed(doc)
 
     def recording_meta(self) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from assembler.export import redact_capture
 from assembler.retell import retell_body
 from assembler import jsontext
 from assembler.model import CallState
-from assembler.registry import ToolRegistry
+from assembler.registry import RegistryError, ToolRegistry
 
 from .credentials import scrub_bytes, scrub_text
 from .fanout import Broadcaster
@@ -285,7 +285,12 @@ def replay_bytes(stored: StoredSource) -> bytes:
 def recording_source(stored: StoredSource, config: Any) -> LoadedSource:
     """A replayable source from a stored recording (same verdicts as the live session)."""
     data = replay_bytes(stored)
-    registry = ToolRegistry.from_tools(stored.tools) if stored.tools else None
+    try:
+        registry = ToolRegistry.from_tools(stored.tools) if stored.tools else None
+    except RegistryError as exc:  # names the tool, place and rule, never a schema value
+        raise SourceError(f"The recording's request tools cannot be used as a registry: {exc}.", status=422) from None
+    except Exception as exc:  # a shape the registry does not expect: its text could quote the request
+        raise SourceError(f"The recording's request tools cannot be used as a registry ({type(exc).__name__}).", status=422) from None
     count, dialect = check(data, stored.name, config, registry)
     cancel_after = stored.meta.get("cancel_after") if stored.meta.get("end") == "cancelled" else None
     if not data:
