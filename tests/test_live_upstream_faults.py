@@ -211,3 +211,41 @@ def test_request_tools_that_cannot_be_a_registry_are_named_and_nothing_claims_a_
     assert "could not be used as a registry" in api["registry"] and "tool 'search'" in api["source"]["registry_error"]
     assert "SCHEMA-VALUE-91" not in page and "SCHEMA-VALUE-91" not in json.dumps(api)
     assert replay.status_code == 422 and "cannot be used as a registry" in replay.text and "SCHEMA-VALUE-91" not in replay.text
+
+
+@pytest.mark.parametrize("status, kind", [(429, "rate_limit_error"), (500, "server_error")])
+def test_a_session_ended_by_an_upstream_http_error_says_so_and_offers_no_export(tmp_path: Path, status: int, kind: str) -> None:
+    error = json.dumps({"error": {"type": kind, "message": "Slow down."}}).encode()
+    upstream = upstream_app(lambda key: [error], status=status, content_type=b"application/json")
+    with serve(upstream) as url, serve(create_app(Settings(data_dir=tmp_path, mock_delay=0.0, upstreams={"err": url}))) as base:
+        got, doc = proxied_call(base, "err")
+        assert got == error and doc["status"] == "error"  # the client gets what the upstream said
+        sid = doc["id"]
+        with httpx.Client(base_url=base, timeout=10) as client:
+            panel = client.get(f"/sessions/{sid}/triage").text
+            page = client.get(f"/sessions/{sid}").text
+            triage = client.get(f"/api/sessions/{sid}").json()["triage"]
+            exports = {x: client.get(f"/sessions/{sid}/export.{x}") for x in ("sse", "report.json", "md")}
+    assert f"Upstream answered {status}: {kind}" in panel and triage["failure"].startswith(f"Upstream answered {status}: {kind}")
+    assert triage["exports"] is None
+    for text in (panel, page):
+        assert "export.sse" not in text and "export.report.json" not in text and "export.md" not in text
+        assert "Shown when the replay is over." not in text and "None yet." not in text
+    assert exports["sse"].status_code == 422 and f"Upstream answered {status}" in exports["sse"].text  # never the error body
+    assert exports["report.json"].status_code == 200 and exports["report.json"].json()["streams"] == []
+    for name, response in exports.items():
+        assert response.content != error and b"Slow down" not in response.content or name == "sse", name
+
+
+def test_a_session_whose_upstream_cannot_be_reached_says_so_and_offers_no_export(tmp_path: Path) -> None:
+    from .test_live_server import free_port
+
+    closed = f"http://127.0.0.1:{free_port()}"
+    with serve(create_app(Settings(data_dir=tmp_path, mock_delay=0.0, upstreams={"gone": closed}))) as base:
+        response = httpx.post(f"{base}/proxy/gone/v1/chat/completions", json={"model": "m", "stream": True})
+        assert response.status_code == 502
+        sid = newest_live(base)
+        triage = httpx.get(f"{base}/api/sessions/{sid}").json()["triage"]
+        panel = httpx.get(f"{base}/sessions/{sid}/triage").text
+    assert "cannot reach upstream 'gone'" in triage["failure"] and triage["exports"] is None
+    assert "cannot reach upstream" in panel and "Shown when the replay is over." not in panel and "export.sse" not in panel

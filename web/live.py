@@ -202,6 +202,8 @@ class LiveSource:
     def stream_data(self) -> bytes:
         """The stream the session assembles, for the exports and the triage: ``data``, or
         for a non-streaming JSON body the stream re-told from it (empty until it is read)."""
+        if (self.http_status or 200) >= 400:
+            return b""  # an upstream error body is no provider stream: never assembled or exported
         if self.json_body:
             return self.wire or b""
         return self.data
