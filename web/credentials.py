@@ -13,7 +13,8 @@ error message). :func:`secret_values` lists the exact credential values a reques
 (headers named like a credential, every non-harmless query value) with their obvious
 encodings (after ``Bearer``/``Basic``, the user and password inside basic auth, percent-
 and JSON-escaped forms), so that an upstream echoing one can be scrubbed from everything
-a session shows, stores or logs (:func:`scrub_bytes`, :func:`scrub_text`).
+a session shows, stores or logs (:func:`scrub_bytes`, :func:`scrub_text`, and
+:func:`scrub_value` for assembled values such as committed arguments).
 :func:`describe_error` turns an upstream's error body into a message with key-like
 strings masked besides.
 """
@@ -25,10 +26,12 @@ import binascii
 import json
 import logging
 import re
+from typing import Any
 from urllib.parse import quote, unquote_plus
 
 import httpx
 
+from assembler import jsontext
 from assembler.untrusted import parse_json
 
 #: Credential headers: forwarded upstream, never stored, logged or shown.
@@ -132,6 +135,18 @@ def scrub_text(text: str, secrets: list[str]) -> str:
         if len(value.encode("utf-8", "ignore")) >= MIN_SECRET_BYTES and value in text:
             text = text.replace(value, REDACTED)
     return text
+
+
+def scrub_value(value: Any, secrets: list[str]) -> Any:
+    """A copy of a JSON-like ``value`` (dicts, lists, strings, numbers; ``bytes`` too) with
+    every value of ``secrets`` replaced by ``[redacted]`` in each string and object key, at
+    any depth. Scrubbing the assembled value catches a credential the upstream echoed split
+    over several fragments, which no single event's text holds whole."""
+    if not secrets:
+        return value
+    if isinstance(value, bytes):
+        return scrub_bytes(value, secrets)[0]
+    return jsontext.rebuild(value, lambda v: scrub_text(v, secrets) if isinstance(v, str) else v, lambda k: scrub_text(k, secrets))
 
 
 _TOKENISH = re.compile(r"\b(?:sk|pk|rk|key|AIza)[-_A-Za-z0-9]{6,}|[A-Za-z0-9_\-]{32,}")

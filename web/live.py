@@ -7,7 +7,8 @@ takes each chunk exactly as received, decodes it incrementally
 and feeds the provider events to the pipeline. The session's redacted state, renders and
 WebSocket fan-out are the replay machinery's own, so the session page fills in real time.
 
-A live session ends one of four ways: the upstream body ended (:meth:`finish`: a stream
+A live session ends one of four ways (a stream that already reached its normal end
+finishes complete whatever comes after): the upstream body ended (:meth:`finish`: a stream
 without its normal end is truncated), the upstream dropped mid-stream (:meth:`dropped`:
 truncated, open calls FAILED ``stream_truncated``), a user stop or client disconnect
 (:meth:`~web.session.Session.cancel`: open calls CANCELLED with their error results), or
@@ -38,7 +39,7 @@ from assembler.registry import RegistryError, ToolRegistry
 from assembler.retell import retell_body
 from assembler.sse import SSEDecoder
 
-from .credentials import describe_error, scrub_bytes, scrub_text  # describe_error: re-exported
+from .credentials import describe_error, scrub_bytes, scrub_text, scrub_value  # describe_error: re-exported
 from .session import Session, Status
 from .store import tool_names
 
@@ -124,6 +125,21 @@ class IncrementalCapture:
         return _parse_payload(scrub_text(text, self.secrets), None, self.name, line, self._offset)
 
 
+def _request_registry(tools: list[dict[str, Any]] | None) -> tuple[ToolRegistry | None, str | None]:
+    """``(registry, None)`` for a request's usable tools; ``(None, why)`` when they cannot be a
+    registry, ``why`` naming the tool, place and rule (:class:`RegistryError`), never a schema value."""
+    if tools is None:
+        return None, None
+    try:
+        return ToolRegistry.from_tools(tools), None
+    except RegistryError as exc:
+        why = str(exc)
+    except Exception as exc:  # a shape the registry does not expect: its text could quote the request
+        why = f"a shape the registry cannot read ({type(exc).__name__})"
+    log.warning("live session: request tools not usable as a registry: %s", why)
+    return None, why
+
+
 class LiveSource:
     """What a live session shows of its request: never headers, never the API key.
 
@@ -152,9 +168,14 @@ class LiveSource:
         self.model = str(request.get("model")) if isinstance(request, dict) and request.get("model") is not None else None
         self.streaming = bool(isinstance(request, dict) and request.get("stream") is True)
         self.title = f"Live: {upstream} {endpoint}" + (f" · {self.model}" if self.model else "")
-        self.description = f"A live {dialect or 'provider'} stream through the proxy, assembled as its bytes arrive" + (
-            "; arguments are checked against the request's tools." if self.tools else "; the request had no tools, so names and schemas are not checked."
-        )
+        self._registry, self.registry_error = _request_registry(self.tools)
+        if self.registry_error is not None:
+            checked = f"; the request's tools could not be used as a registry ({self.registry_error}), so names and schemas are not checked."
+        elif self.tools:
+            checked = "; arguments are checked against the request's tools."
+        else:
+            checked = "; the request had no tools, so names and schemas are not checked."
+        self.description = f"A live {dialect or 'provider'} stream through the proxy, assembled as its bytes arrive" + checked
         self.chunks: list[bytes] = []
         self.wire: bytes | None = None  # a non-streaming JSON body re-told as a stream, once read
         self.size = 0
@@ -181,6 +202,8 @@ class LiveSource:
     def stream_data(self) -> bytes:
         """The stream the session assembles, for the exports and the triage: ``data``, or
         for a non-streaming JSON body the stream re-told from it (empty until it is read)."""
+        if (self.http_status or 200) >= 400:
+            return b""  # an upstream error body is no provider stream: never assembled or exported
         if self.json_body:
             return self.wire or b""
         return self.data
@@ -189,13 +212,9 @@ class LiveSource:
         return iter(())  # a live session is never stepped through a replay
 
     def registry(self) -> ToolRegistry | None:
-        if self.tools is None:
-            return None
-        try:
-            return ToolRegistry.from_tools(self.tools)
-        except RegistryError as exc:
-            log.warning("live session: request tools not usable as a registry (%s)", type(exc).__name__)
-            return None
+        """The request's tools as a registry; None when it had none or they are not usable
+        (``registry_error`` then says why)."""
+        return self._registry
 
     def meta(self) -> dict[str, Any]:
         return {
@@ -206,6 +225,7 @@ class LiveSource:
             "size": self.size,
             "events": self.count,
             "tools": tool_names(self.tools) if self.tools is not None else None,
+            "registry_error": self.registry_error,
             "cancel_after": None,
             "upstream": self.upstream,
             "endpoint": self.endpoint,
@@ -234,6 +254,20 @@ class LiveSession(Session):
         self.end_kind: str | None = None  # complete, truncated, dropped, cancelled, error
         self._capture = IncrementalCapture(source.name, source.secrets)
         self.status = Status.PLAYING
+        #: A forwarded credential was found in what the session assembled (e.g. echoed in
+        #: argument text split over fragments, which per-event scrubbing cannot see).
+        self.echoed_secret = False
+
+    def scrubbed(self, value: Any) -> Any:
+        """``value`` with every credential the request forwarded replaced by ``[redacted]``
+        (:func:`web.credentials.scrub_value`): applied to all the session shows or serves
+        once assembled, never to the bytes the client receives."""
+        if not self.live_source.secrets:
+            return value
+        out = scrub_value(value, list(self.live_source.secrets))
+        if out != value:
+            self.echoed_secret = True
+        return out
 
     def reset(self) -> None:
         super().reset()
@@ -259,7 +293,7 @@ class LiveSession(Session):
         """One chunk exactly as received: kept for the recording, decoded, assembled."""
         self.live_source.chunks.append(chunk)
         self.live_source.size += len(chunk)
-        self.pending.status = True
+        self.progressed()
         if self.status.done or self.upstream_error or self.live_source.json_body:
             return  # an error or JSON body is read once complete; after the end, bytes are only kept
         for event in self._capture.decode(chunk):
@@ -341,8 +375,12 @@ class LiveSession(Session):
         return True
 
     def dropped(self, detail: str) -> None:
-        """The upstream connection broke mid-body: the stream is truncated."""
+        """The upstream connection broke mid-body: the stream is truncated, unless it had
+        already reached its normal end (then the session finishes complete)."""
         if self.status.done:
+            return
+        if self.ended_normally:
+            self.finish()
             return
         for event in self._capture.close():
             self._event(event)
@@ -360,7 +398,13 @@ class LiveSession(Session):
         self.set_status(Status.ERROR)
 
     def cancel(self, detail: str = "user stop") -> None:
+        """A client disconnect or user stop. When the stream had already reached its normal
+        end (an SDK closes the response at ``[DONE]`` without reading the body's end), every
+        call has its verdict: the session finishes complete instead."""
         if self.status.done:
+            return
+        if self.ended_normally:
+            self.finish()
             return
         super().cancel(detail)
         self.end_kind = "cancelled"
@@ -370,6 +414,12 @@ class LiveSession(Session):
         if not self.status.done:
             self.set_status(Status.FINISHED)
 
+    @property
+    def ended_normally(self) -> bool:
+        """The assembler saw the provider's normal end of the last stream, and no stream is open."""
+        streams = self.pipeline.streams
+        return bool(streams) and streams[-1].ended and self._stream_end() == "complete"
+
     def _stream_end(self) -> str | None:
         return str(list(self.ends.values())[-1].kind) if self.ends else None
 
@@ -378,7 +428,9 @@ class LiveSession(Session):
     def to_json(self) -> dict[str, Any]:
         doc = super().to_json()
         doc["live"] = {"end": self.end_kind, "elapsed_s": round(time.monotonic() - self._t0, 3), **self.live_source.meta()}
-        return doc
+        if self.live_source.registry_error is not None:
+            doc["registry"] = f"not checked: the request's tools could not be used as a registry ({self.live_source.registry_error})"
+        return self.scrubbed(doc)
 
     def recording_meta(self) -> dict[str, Any]:
         """What a recording keeps besides the bytes: never headers."""

@@ -26,11 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from assembler.capture import CaptureError
 from assembler.export import redact_capture
 from assembler.retell import retell_body
 from assembler import jsontext
 from assembler.model import CallState
-from assembler.registry import ToolRegistry
+from assembler.registry import RegistryError, ToolRegistry
 
 from .credentials import scrub_bytes, scrub_text
 from .fanout import Broadcaster
@@ -203,6 +204,15 @@ def prepare_recording(session: LiveSession, forwarded_secrets: list[str]) -> Pre
     meta["download"] = "as_received" if download_as_received(session) else "redacted"
     if redacted:
         meta["redacted"] = "a forwarded credential appeared in the body and was replaced"
+    if session.echoed_secret:
+        # Split over fragments, the credential is in no single chunk: keep the reproducer
+        # (argument strings masked, same verdicts) instead of the bytes.
+        try:
+            body = scrub_bytes(redact_capture(session.live_source.stream_data, session.live_source.name, session.pipeline.dialect), secrets)[0]
+        except (CaptureError, ValueError):
+            body = b""
+        meta["download"], meta["streaming"] = "redacted", True
+        meta["redacted"] = "a forwarded credential appeared in argument text: the recording keeps the redacted reproducer"
     # String by string (keys too): the request body as well, if a key was pasted into it. A
     # replace over the JSON text could cut its syntax: a forwarded query value may be any text.
     clean = jsontext.rebuild(meta, lambda v: scrub_text(v, secrets) if isinstance(v, str) else v, lambda k: scrub_text(k, secrets))
@@ -275,7 +285,12 @@ def replay_bytes(stored: StoredSource) -> bytes:
 def recording_source(stored: StoredSource, config: Any) -> LoadedSource:
     """A replayable source from a stored recording (same verdicts as the live session)."""
     data = replay_bytes(stored)
-    registry = ToolRegistry.from_tools(stored.tools) if stored.tools else None
+    try:
+        registry = ToolRegistry.from_tools(stored.tools) if stored.tools else None
+    except RegistryError as exc:  # names the tool, place and rule, never a schema value
+        raise SourceError(f"The recording's request tools cannot be used as a registry: {exc}.", status=422) from None
+    except Exception as exc:  # a shape the registry does not expect: its text could quote the request
+        raise SourceError(f"The recording's request tools cannot be used as a registry ({type(exc).__name__}).", status=422) from None
     count, dialect = check(data, stored.name, config, registry)
     cancel_after = stored.meta.get("cancel_after") if stored.meta.get("end") == "cancelled" else None
     if not data:

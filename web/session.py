@@ -93,6 +93,7 @@ class Session:
         self.verdicts: list[Verdict] = []
         self.error: str | None = None
         self.pending = Changes.everything()
+        self._counters_moved = False
         self.generation += 1
 
     def rewind(self) -> None:
@@ -109,6 +110,12 @@ class Session:
         """What the dashboard may show of ``view`` (counts withheld until the verdict unless
         :attr:`forward_progress`)."""
         return view if self.forward_progress else hide_progress(view)
+
+    def scrubbed(self, value: Any) -> Any:
+        """``value`` (a committed call's arguments, a document, a report, an export's bytes)
+        as the dashboard may show or serve it. A replay shows its source as is; a live
+        session replaces the credentials its request forwarded (:class:`web.live.LiveSession`)."""
+        return value
 
     @property
     def total(self) -> int:
@@ -172,9 +179,21 @@ class Session:
             self.status = status
             self.pending.status = self.pending.controls = True
 
+    def progressed(self) -> None:
+        """An event (or a live chunk) arrived: the status bar's counters moved. With
+        :attr:`forward_progress` they are rendered at once; otherwise that alone sends no
+        frame (the counters would track argument growth fragment by fragment), and they are
+        shown with the next frame some other change causes (a call opening, a verdict, the end)."""
+        if self.forward_progress:
+            self.pending.status = True
+        else:
+            self._counters_moved = True
+
     def take_changes(self) -> Changes:
         """The changes accumulated since the last call, and start a new set."""
         changes, self.pending = self.pending, Changes()
+        if getattr(self, "_counters_moved", False) and changes.any():
+            changes.status, self._counters_moved = True, False
         return changes
 
     # ------------------------------------------------------------------ driving
@@ -190,7 +209,7 @@ class Session:
                 return
             if self.position < self.total and not self._stop_due():
                 event = next(self._events, None)
-                self.pending.status = True
+                self.progressed()
                 if self.position == 0:
                     self.pending.controls = True  # the first event: ◀ Back becomes possible
                 if event is None:  # fewer events than counted: treat as the end of input
@@ -270,7 +289,7 @@ class Session:
             # The latch held: only now may the arguments be fetched and shown.
             committed = self.pipeline.committed(event.stream, view.key)
             if committed is not None:
-                card.arguments = committed.arguments
+                card.arguments = self.scrubbed(committed.arguments)
         if view.state.terminal and (was is None or not was.terminal):
             self._refresh_results()
             name = view.name or "unnamed call"

@@ -193,7 +193,7 @@ def card_diagnosis(session: Session, card: Card) -> dict[str, Any] | None:
     call = outcome(session, card.stream, card.view.key)
     if call is None or not call.diagnosis:
         return None
-    return {"text": breakpoint.describe(call.diagnosis), "diagnosis": call.diagnosis}
+    return session.scrubbed({"text": breakpoint.describe(call.diagnosis), "diagnosis": call.diagnosis})
 
 
 # ------------------------------------------------------------------ the triage view
@@ -271,7 +271,11 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
             log.error("session %s: triage failed with %s", session.id, type(exc).__name__)
             computed = {"diagnoses": [], "other_failures": [], "naive_lane": None, "error": f"Triage failed ({type(exc).__name__})."}
         cache.state, cache.view = state, computed
-    return {
+    # Ended without a stream (an upstream HTTP error, a connect failure): say what happened
+    # and offer nothing that would have no stream to work on.
+    failure = session.error if done and session.error and not results else None
+    return session.scrubbed({
+        "failure": failure,
         **cache.view,
         "ready": done,
         "state": panel_state,
@@ -279,10 +283,10 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
         "truncated": truncation(session, results, stored_meta),
         "reveal": {"allowed": reveal_allowed(session), "on": reveal},
         "permalink": f"/sources/{stored}" if (stored := getattr(session.source, "stored_id", None)) else None,
-        "exports": {
+        "exports": None if failure else {
             "reproducer": None if still_streaming(session) else f"/sessions/{session.id}/export.sse",
             "report": f"/sessions/{session.id}/export.report.json",
             "markdown": f"/sessions/{session.id}/export.md",
         },
-    }
+    })
 

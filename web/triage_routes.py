@@ -133,6 +133,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
             body = await asyncio.to_thread(redact_capture, source.stream_data, source.name, session.pipeline.dialect)
         except (CaptureError, ValueError) as exc:
             return error_page("Cannot export", f"{source.name} cannot be redacted: {exc}", 422)
+        body = session.scrubbed(body)
         if body.lstrip()[:1] == b"{":
             return _download(body, f"{_stem(source.name)}.redacted.jsonl", "application/x-ndjson")
         return _download(body, f"{_stem(source.name)}.redacted.sse", "text/event-stream")
@@ -155,7 +156,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         results = await results_of(session)
         if isinstance(results, HTMLResponse):
             return results
-        doc = json_report(results, session.source.name)
+        doc = session.scrubbed(json_report(results, session.source.name))
         if triage.still_streaming(session):
             doc["partial"] = PARTIAL
         return _download(jsontext.dumps(doc, indent=2) + "\n", f"{_stem(session.source.name)}.report.json", "application/json")
@@ -168,7 +169,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         results = await results_of(session)
         if isinstance(results, HTMLResponse):
             return results
-        text = markdown_summary(results, session.source.name)
+        text = session.scrubbed(markdown_summary(results, session.source.name))
         if triage.still_streaming(session):
             text = f"> {PARTIAL}\n\n{text}"
         return _download(text, f"{_stem(session.source.name)}.md", "text/markdown; charset=utf-8")
