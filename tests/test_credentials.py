@@ -126,3 +126,19 @@ def test_an_echoed_credential_of_any_kind_reaches_nothing_the_session_serves(tmp
     for value in (password, basic, api_key, sub, quote(sub, safe=""), SECRET):
         assert [path for path, text in served.items() if value in text] == [], value
         assert value.encode() not in stored
+
+
+def test_an_upstream_error_keeps_names_made_of_words_and_masks_key_like_tokens() -> None:
+    from web.credentials import describe_error
+
+    body = json.dumps({"error": {"type": "not_found_error", "message": "Use one of: single, anthropic/claude-programmatic-caller-no-deltas.jsonl; got key AbCdEf0123456789AbCdEf0123456789xyz"}})
+    text = describe_error(404, body.encode())
+    assert "claude-programmatic-caller-no-deltas.jsonl" in text
+    assert "AbCdEf0123456789" not in text and "[redacted]" in text
+
+
+def test_a_long_upstream_error_is_cut_with_an_ellipsis() -> None:
+    from web.credentials import describe_error
+
+    text = describe_error(500, json.dumps({"error": {"type": "server_error", "message": "word " * 200}}).encode())
+    assert text.endswith("…") and len(text) < 340

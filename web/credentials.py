@@ -149,7 +149,9 @@ def scrub_value(value: Any, secrets: list[str]) -> Any:
     return jsontext.rebuild(value, lambda v: scrub_text(v, secrets) if isinstance(v, str) else v, lambda k: scrub_text(k, secrets))
 
 
-_TOKENISH = re.compile(r"\b(?:sk|pk|rk|key|AIza)[-_A-Za-z0-9]{6,}|[A-Za-z0-9_\-]{32,}")
+#: Key-like tokens: a known key prefix, or a 32+ character run of letters, digits, ``_`` and
+#: ``-`` holding a digit (a name such as a scenario or model id made of words is left alone).
+_TOKENISH = re.compile(r"\b(?:sk|pk|rk|key|AIza)[-_A-Za-z0-9]{6,}|(?=[A-Za-z_\-]*\d)[A-Za-z0-9_\-]{32,}")
 
 
 def describe_error(status: int, body: bytes) -> str:
@@ -165,7 +167,8 @@ def describe_error(status: int, body: bytes) -> str:
         detail = f"{kind}: {error.get('message') or ''}".strip(": ")
     elif isinstance(error, str):
         detail = error
-    detail = _TOKENISH.sub("[redacted]", detail)[:300]
+    detail = _TOKENISH.sub("[redacted]", detail)
+    detail = detail if len(detail) <= 300 else detail[:299] + "…"
     return f"Upstream answered {status}" + (f": {detail}" if detail else ".")
 
 
