@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from assembler import Pipeline, read_capture
 from assembler.export import UNREAD_STREAM, redact_capture, stray_argument_text
+from web import Settings
+from web.live_store import save_recording
 
 from .test_export import verdicts
+from .test_live_exports import live
+from .test_web_app import make_client
 
 SECRET = "CANARYsecret7f3e"
 #: A string value whose JSON-escaped form is longer than its UTF-8 bytes: quotes, a
@@ -306,9 +311,39 @@ def test_repeated_texts_equal_to_the_calls_are_not_stray() -> None:
     assert verdicts(redact_capture(data, "x")) == verdicts(data)
 
 
+def test_a_live_recording_with_argument_text_no_adapter_reads_is_downloaded_redacted(tmp_path: Path) -> None:
+    """Every call committed and no quirk says so, but a chunk's ``message`` repeats a call
+    with other argument text: the bytes hold text that no call committed."""
+    body = UNREAD["openai-chat message tool_calls"]
+    with make_client(Settings(data_dir=tmp_path)) as client:
+        session = live(client)
+        session.feed_bytes(sse(chat({"tool_calls": [entry(0, "{}", "c1")]})) + body)
+        session.finish()
+        save_recording(client.app.state.store.recordings, session, [])  # type: ignore[attr-defined]
+        doc = client.get(f"/api/sessions/{session.id}").json()
+        download = client.get(f"/sessions/{session.id}/recording")
+    assert [c["state"] for c in doc["streams"][0]["calls"]] == ["committed"]
+    assert doc["live"]["recording_download"] == "redacted"
+    assert download.status_code == 200 and SECRET not in download.text
+
+
 def test_an_event_that_is_not_an_object_is_masked_whole() -> None:
     data = sse(chat({"tool_calls": [entry(0, "{}", "c1")]}), ["p", SECRET, 5], SECRET, chat({}, "tool_calls"), done=True)
     redacted = redact_capture(data, "x.sse")
     assert SECRET not in redacted.decode() and b"data: [DONE]" in redacted
     assert verdicts(redacted) == verdicts(data)
     assert stray_argument_text(read_capture(data)) != []
+
+
+def test_the_page_says_when_every_string_of_a_recording_is_masked(tmp_path: Path) -> None:
+    ollama = jsonl({"model": "m", "message": {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {"p": SECRET}}}]}, "done": True})
+    with make_client(Settings(data_dir=tmp_path)) as client:
+        session = live(client)
+        session.live_source.content_type = "application/x-ndjson"
+        session.feed_bytes(ollama)
+        session.finish()
+        save_recording(client.app.state.store.recordings, session, [])  # type: ignore[attr-defined]
+        page = client.get(f"/sessions/{session.id}").text
+        download = client.get(f"/sessions/{session.id}/recording")
+    assert "Download recording (redacted)" in page and "No known provider stream: every string value is masked" in page
+    assert download.status_code == 200 and SECRET not in download.text and '"arguments"' in download.text

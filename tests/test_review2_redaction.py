@@ -166,13 +166,6 @@ def _call_after_done_upstream():  # type: ignore[no-untyped-def]
     return app
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: web/live_store.py download_as_received checks only the calls the pipeline recorded; text the "
-    "assembler ignored (ops after the stream end: quirk op_after_stream_end, a call after [DONE]) never became "
-    "a call, so 'every call committed' holds and the recording is served as received with the argument text "
-    "of a call that never committed",
-)
 def test_a_recording_with_a_call_after_the_stream_end_is_not_served_as_received(tmp_path: Path) -> None:
     with serve(_call_after_done_upstream()) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream}))) as base:
         received = httpx.post(f"{base}/proxy/up/v1/chat/completions", json={"model": "x", "stream": True}).content
