@@ -176,13 +176,6 @@ def test_a_recording_with_a_call_after_the_stream_end_is_not_served_as_received(
     assert download.status_code == 200 and SECRET not in download.text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: web/proxy.py proxy() takes the decoded path parameter as the endpoint: a query percent-encoded "
-    "into the path (/v1/chat/completions%3Fkey%3D...) is forwarded by Upstreams.target as a real query (httpx "
-    "re-parses the '?'), but secret_values() sees no query and the endpoint keeps it, so the credential is "
-    "shown on the session page, in /api/live and the stored listing, and logged",
-)
 def test_a_query_encoded_into_the_proxied_path_is_still_a_credential(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     import logging
     import time
