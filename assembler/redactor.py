@@ -81,6 +81,7 @@ def mask_all(text: str) -> str:
 
 
 def digest(text: str) -> bytes:
+    """SHA-256 of ``text``'s UTF-8 bytes (how the ledger compares texts without keeping them)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
@@ -98,6 +99,7 @@ class ArgOp:
 
     @property
     def call(self) -> tuple[int, CallKey, int]:
+        """Which call this op's text belongs to: ``(stream, key, generation)``."""
         return (self.stream, self.key, self.generation)
 
 
@@ -130,22 +132,21 @@ class Ledger:
         self.ended_before_event = self.ended
         out: list[ArgOp] = []
         for op in ops:
-            kind = type(op)
-            if kind is Quirk:
+            if isinstance(op, Quirk):
                 continue
-            if kind is StreamStart and self.began:
+            if isinstance(op, StreamStart) and self.began:
                 self.stream, self.ended = self.stream + 1, False
             self.began = True
-            if kind is CallStart:
-                repeated = self._start(op)  # type: ignore[arg-type]
-                if op.whole_arguments:  # type: ignore[union-attr]
-                    out.append(self._op("whole", op.key, op.whole_arguments, repeated))  # type: ignore[union-attr]
-            elif kind is CallIdentity:
-                at = (self.stream, op.key)  # type: ignore[union-attr]
+            if isinstance(op, CallStart):
+                repeated = self._start(op)
+                if op.whole_arguments:
+                    out.append(self._op("whole", op.key, op.whole_arguments, repeated))
+            elif isinstance(op, CallIdentity):
+                at = (self.stream, op.key)
                 if at in self._ids and self._ids[at] is None:
-                    self._ids[at] = op.call_id  # type: ignore[union-attr]
-            elif kind is ArgsFragment:
-                out.append(self._op("fragment", op.key, op.text))  # type: ignore[union-attr]
+                    self._ids[at] = op.call_id
+            elif isinstance(op, ArgsFragment):
+                out.append(self._op("fragment", op.key, op.text))
             elif isinstance(op, _ENDS):
                 self.ended = True
         return out
@@ -204,6 +205,7 @@ class Scanners:
         self._scanners: dict[Any, JSONPrefixScanner] = {}
 
     def mask(self, call: Any, text: str) -> str:
+        """``text``, the next fragment of ``call``, with its string values masked."""
         scanner = self._scanners.get(call)
         if scanner is None:
             scanner = self._scanners[call] = JSONPrefixScanner(mask=True)
