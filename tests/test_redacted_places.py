@@ -347,3 +347,40 @@ def test_the_page_says_when_every_string_of_a_recording_is_masked(tmp_path: Path
         download = client.get(f"/sessions/{session.id}/recording")
     assert "Download recording (redacted)" in page and "No known provider stream: every string value is masked" in page
     assert download.status_code == 200 and SECRET not in download.text and '"arguments"' in download.text
+
+
+NON_STREAMING = {
+    "openai-chat second choice": {
+        "object": "chat.completion",
+        "choices": [
+            {"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}},
+            {"index": 1, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "f", "arguments": json.dumps({"p": SECRET})}}]}},
+        ],
+    },
+    "anthropic server tool input": {
+        "type": "message", "stop_reason": "tool_use",
+        "content": [{"type": "server_tool_use", "id": "s", "name": "web_search", "input": {"query": SECRET}}, {"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+    },
+    "responses mcp call": {
+        "object": "response", "status": "completed",
+        "output": [{"type": "mcp_call", "id": "m", "name": "f", "arguments": json.dumps({"p": SECRET})}, item(arguments="{}")],
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(NON_STREAMING))
+def test_a_non_streaming_body_with_calls_its_stream_leaves_out_is_downloaded_redacted(tmp_path: Path, name: str) -> None:
+    from web.live import LiveSource
+
+    dialect, endpoint = {"openai-chat": ("openai-chat", "/v1/chat/completions"), "anthropic": ("anthropic", "/v1/messages"), "responses": ("openai-responses", "/v1/responses")}[name.split()[0]]
+    with make_client(Settings(data_dir=tmp_path)) as client:
+        source = LiveSource(f"up{endpoint}", upstream="up", endpoint=endpoint, dialect=dialect, request={"model": "m", "stream": False})
+        session = client.app.state.store.create_live(source)  # type: ignore[attr-defined]
+        session.live_source.http_status, session.live_source.content_type = 200, "application/json"
+        session.feed_bytes(json.dumps(NON_STREAMING[name]).encode())
+        session.finish()
+        save_recording(client.app.state.store.recordings, session, [])  # type: ignore[attr-defined]
+        doc = client.get(f"/api/sessions/{session.id}").json()
+        download = client.get(f"/sessions/{session.id}/recording")
+    assert [c["state"] for s in doc["streams"] for c in s["calls"]] == ["committed"]
+    assert doc["live"]["recording_download"] == "redacted" and SECRET not in download.text

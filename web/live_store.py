@@ -28,7 +28,7 @@ from typing import Any
 
 from assembler.capture import CaptureError, iter_capture
 from assembler.export import redact_capture, stray_argument_text
-from assembler.retell import retell_body
+from assembler.retell import retell_body, untold_arguments
 from assembler import jsontext
 from assembler.model import CallState
 from assembler.registry import ToolRegistry
@@ -239,8 +239,9 @@ def download_as_received(session: LiveSession) -> bool:
     ended normally, every call committed, no quirk says text was left aside
     (:data:`TEXT_LEFT_ASIDE`) and every place of argument text in the recording is text a
     call took before its stream's end (:func:`assembler.export.stray_argument_text`: not a
-    call after ``[DONE]``, nor a place no adapter reads); or the upstream answered an HTTP
-    error whose body (not a stream) was never assembled. Otherwise the download is the
+    call after ``[DONE]``, nor a place no adapter reads; for a non-streaming body, nor a
+    call its re-told stream leaves out, :func:`assembler.retell.untold_arguments`); or the
+    upstream answered an HTTP error whose body (not a stream) was never assembled. Otherwise the download is the
     redacted reproducer (:func:`redacted_recording`). Reads the whole recording: call it off
     the event loop."""
     src = session.live_source
@@ -250,6 +251,8 @@ def download_as_received(session: LiveSession) -> bool:
             return False
         if any(q in TEXT_LEFT_ASIDE for r in results for q in r.quirks):
             return False
+        if src.json_body and untold_arguments(session.pipeline.dialect or src.dialect, src.data):
+            return False  # argument text the re-told stream leaves out: no call took it
         try:
             return not stray_argument_text(iter_capture([src.stream_data], src.name), session.pipeline.dialect)
         except (CaptureError, ValueError, RecursionError):  # cannot be read through: never as received
