@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from urllib.parse import parse_qsl, quote
+from urllib.parse import parse_qsl
 
 import httpx
 from fastapi import APIRouter, Request
@@ -61,9 +61,6 @@ _HOP = frozenset(
     {"host", "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "accept-encoding"}
 )
 _HOP_RESPONSE = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "trailer", "te"})
-#: Characters a forwarded path keeps as they are (RFC 3986 ``pchar`` and ``/``); any other,
-#: ``?``, ``#`` and ``%`` included, is percent-encoded.
-_PATH_SAFE = "/:@!$&'()*+,;=~"
 #: Seconds the tee worker gathers forwarded chunks before assembling them (renders are at most 20/s anyway).
 TEE_INTERVAL = 0.02
 #: Seconds: connecting, and waiting for the next chunk of a stream (models pause to think).
@@ -102,15 +99,16 @@ class Upstreams:
         """Client and URL for ``/proxy/<name>/<path>``; a base ending in ``/v1`` is not doubled.
 
         ``path`` is decoded text and stays a path: a ``?``, ``#`` or ``%`` in it is sent
-        percent-encoded, never read as the start of a query or fragment (:func:`split_path`
-        decides beforehand what of a proxied path is its query)."""
+        percent-encoded, never read as the start of a query, a fragment or an escape
+        (:func:`split_path` decides beforehand what of a proxied path is its query)."""
         base = self.base(name)
         if base is None:
             return None
         path = path.lstrip("/")
         if base.endswith("/v1") and (path == "v1" or path.startswith("v1/")):
             path = path[3:]
-        url = f"{base}/{quote(path, safe=_PATH_SAFE)}" + (f"?{query}" if query else "")
+        path = path.replace("%", "%25").replace("?", "%3F").replace("#", "%23")  # httpx encodes the rest
+        url = f"{base}/{path}" + (f"?{query}" if query else "")
         return (self.mock if base == MOCK_BASE else self.http), url
 
     async def aclose(self) -> None:
