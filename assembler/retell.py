@@ -88,6 +88,34 @@ def _args(arguments: Any, valued: list[bool]) -> tuple[str, ...]:
     return (json.dumps(arguments, ensure_ascii=False),)
 
 
+def untold_arguments(dialect: str | None, body: bytes) -> list[str]:
+    """Where a non-streaming ``body`` holds argument text that its re-told stream leaves out,
+    so that no call takes it: a further choice's calls or a legacy ``function_call``
+    (OpenAI Chat), the ``input`` of a block other than ``tool_use`` (Anthropic), the
+    arguments of an item other than a function or custom tool call (Responses). Names the
+    place, never the text; empty for a body that cannot be read (nothing is re-told then)."""
+    doc, problem = parse_json(body)
+    if problem is not None or not isinstance(doc, dict):
+        return []
+    found: list[str] = []
+    if dialect == "openai-chat":
+        for i, choice in enumerate(_objects(doc.get("choices"))):
+            message = _object(choice.get("message"))
+            if message.get("function_call"):
+                found.append(f"choices[{i}].message.function_call")
+            if i > 0 and message.get("tool_calls"):
+                found.append(f"choices[{i}].message.tool_calls")
+    elif dialect == "anthropic":
+        for i, block in enumerate(_objects(doc.get("content"))):
+            if block.get("type") != "tool_use" and block.get("input") not in (None, {}, ""):
+                found.append(f"content[{i}].input")
+    elif dialect == "openai-responses":
+        for i, item in enumerate(_objects(doc.get("output"))):
+            if item.get("type") not in ("function_call", "custom_tool_call") and any(item.get(k) not in (None, {}, "") for k in ("arguments", "input")):
+                found.append(f"output[{i}]")
+    return found
+
+
 def synthesize_stream(dialect: MockDialect, doc: dict[str, Any], name: str = "response") -> bytes:
     """A non-streaming response body re-told as the stream that would have carried it.
 
@@ -124,4 +152,4 @@ def retell_body(dialect: str | None, body: bytes, name: str = "response") -> tup
     return wire, None
 
 
-__all__ = ["retell_body", "script_from_response", "synthesize_stream"]
+__all__ = ["retell_body", "script_from_response", "synthesize_stream", "untold_arguments"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from assembler.config import AssembleConfig
 from web import Settings
@@ -18,13 +17,6 @@ from .test_live_exports import OPEN, REST, live
 from .test_web_app import make_client
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: web/triage_routes.py export_report/export_markdown (results_of -> triage.without_open_diagnoses) "
-    "and the compare side() of a live session still arriving report the byte and fragment counts of a call "
-    "that has no verdict yet, although ui_forward_partial_args: false withholds them from the page and the "
-    "JSON twin (web/session.py Session.to_json uses hide_open_progress; these paths do not)",
-)
 def test_counts_of_a_call_without_verdict_are_withheld_from_every_document(tmp_path: Path) -> None:
     with make_client(Settings(data_dir=tmp_path, config=AssembleConfig(ui_forward_partial_args=False))) as client:
         session = live(client)

@@ -88,14 +88,6 @@ JSON_VALUED = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/export.py _Redactor masks argument text only where it is a JSON string: "
-    "anthropic() skips a non-string partial_json, bedrock_converse() skips a non-string toolUse.input and "
-    "never looks at contentBlockStart.start.toolUse.input, openai_responses()/_item() skip non-string "
-    "arguments of .done events and items, cohere() skips non-string function.arguments; the adapters use "
-    "all of these as the call's argument text, so the 'redacted' reproducer keeps its string values",
-)
 @pytest.mark.parametrize("name", list(JSON_VALUED))
 def test_the_redacted_reproducer_masks_arguments_given_as_json_values(name: str) -> None:
     data = JSON_VALUED[name]
@@ -119,12 +111,6 @@ def _anthropic_upstream():  # type: ignore[no-untyped-def]
     return app
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: web/live_routes.py recording() serves web/live_store.redacted_recording for a live session "
-    "whose call did not commit, but assembler/export.py leaves argument text given as a JSON value unmasked: "
-    "the download carries the failed call's string values",
-)
 def test_a_recording_of_a_call_that_did_not_commit_never_serves_its_values(tmp_path: Path) -> None:
     tools = [{"name": "f", "input_schema": {"type": "object", "required": ["absent"]}}]  # the call fails its schema
     with serve(_anthropic_upstream()) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream}))) as base:
@@ -151,13 +137,6 @@ def _unknown_format_upstream():  # type: ignore[no-untyped-def]
     return app
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/export.py redact_events leaves every event unchanged when no dialect is detected "
-    "(dialect None is not in _DIALECT_METHOD), so web/live_routes.py recording() serves the bytes as received "
-    "under the name recording-<id>.redacted.jsonl and the page link 'Download recording (redacted)', "
-    "argument strings and text included",
-)
 def test_a_redacted_download_of_a_stream_no_adapter_reads_masks_its_strings(tmp_path: Path) -> None:
     with serve(_unknown_format_upstream()) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream}))) as base:
         received = httpx.post(f"{base}/proxy/up/api/chat", json={"model": "x", "stream": True}).content
@@ -187,13 +166,6 @@ def _call_after_done_upstream():  # type: ignore[no-untyped-def]
     return app
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: web/live_store.py download_as_received checks only the calls the pipeline recorded; text the "
-    "assembler ignored (ops after the stream end: quirk op_after_stream_end, a call after [DONE]) never became "
-    "a call, so 'every call committed' holds and the recording is served as received with the argument text "
-    "of a call that never committed",
-)
 def test_a_recording_with_a_call_after_the_stream_end_is_not_served_as_received(tmp_path: Path) -> None:
     with serve(_call_after_done_upstream()) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream}))) as base:
         received = httpx.post(f"{base}/proxy/up/v1/chat/completions", json={"model": "x", "stream": True}).content
@@ -204,13 +176,6 @@ def test_a_recording_with_a_call_after_the_stream_end_is_not_served_as_received(
     assert download.status_code == 200 and SECRET not in download.text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: web/proxy.py proxy() takes the decoded path parameter as the endpoint: a query percent-encoded "
-    "into the path (/v1/chat/completions%3Fkey%3D...) is forwarded by Upstreams.target as a real query (httpx "
-    "re-parses the '?'), but secret_values() sees no query and the endpoint keeps it, so the credential is "
-    "shown on the session page, in /api/live and the stored listing, and logged",
-)
 def test_a_query_encoded_into_the_proxied_path_is_still_a_credential(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     import logging
     import time

@@ -27,7 +27,7 @@ import json
 import logging
 import re
 from typing import Any
-from urllib.parse import quote, unquote_plus
+from urllib.parse import quote, unquote, unquote_plus
 
 import httpx
 
@@ -53,6 +53,10 @@ REDACTED = "[redacted]"
 MIN_SECRET_BYTES = 8
 
 _QUERY_PAIR = re.compile(r"([?&;])([^=&;?#\s\"'<>]+)=([^&;#\s\"'<>)]*)")
+#: A query pair written percent-encoded into a path (``/x%3Fkey%3Dvalue``): separator, name, value.
+_ENCODED_PAIR = re.compile(
+    r"(%3[Ff]|%26|%3[Bb])((?:[^%=&;?#\s\"'<>]|%(?!3[Dd])[0-9A-Fa-f]{2})+)%3[Dd]((?:[^%&;#\s\"'<>)]|%(?!26|3[Bb]|23)[0-9A-Fa-f]{2})*)"
+)
 _USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@?#\"'<>]+@")
 _FRAGMENT = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s#\"'<>]*)#[^\s\"'<>]+")
 
@@ -69,7 +73,9 @@ def is_harmless_query(name: str) -> bool:
 
 def redact_url(text: str) -> str:
     """``text`` with every query value but the harmless ones, URL userinfo and URL fragments
-    replaced by ``[redacted]``; works on a whole URL, a path with a query, or free text."""
+    replaced by ``[redacted]``; works on a whole URL, a path with a query, or free text. A
+    query written percent-encoded into a path (``%3Fkey%3D...``, as an access log prints
+    it) is a query too."""
     text = _USERINFO.sub(rf"\1{REDACTED}@", text)
     text = _FRAGMENT.sub(rf"\1#{REDACTED}", text)
 
@@ -77,7 +83,11 @@ def redact_url(text: str) -> str:
         sep, name, val = match.groups()
         return match.group(0) if is_harmless_query(name) or not val else f"{sep}{name}={REDACTED}"
 
-    return _QUERY_PAIR.sub(value, text)
+    def encoded(match: re.Match[str]) -> str:
+        sep, name, val = match.groups()
+        return match.group(0) if is_harmless_query(unquote(name)) or not val else f"{sep}{name}%3D{REDACTED}"
+
+    return _ENCODED_PAIR.sub(encoded, _QUERY_PAIR.sub(value, text))
 
 
 def _encodings(value: str) -> list[str]:
@@ -172,6 +182,11 @@ def describe_error(status: int, body: bytes) -> str:
     return f"Upstream answered {status}" + (f": {detail}" if detail else ".")
 
 
+def _is_url(value: object) -> bool:
+    """An ``httpx.URL``, or the ``URL`` of another httpx build (``httpx2``)."""
+    return isinstance(value, httpx.URL) or (type(value).__name__ == "URL" and type(value).__module__.split(".")[0].startswith("httpx"))
+
+
 class SecretQueryFilter(logging.Filter):
     """Applies :func:`redact_url` to log records (uvicorn's access log, httpx's request
     log), keeping the record's argument tuple in shape for their formatters."""
@@ -180,12 +195,14 @@ class SecretQueryFilter(logging.Filter):
         if isinstance(record.msg, str):
             record.msg = redact_url(record.msg)
         if isinstance(record.args, tuple) and record.args:
-            record.args = tuple(redact_url(str(a)) if isinstance(a, (str, httpx.URL)) else a for a in record.args)
+            record.args = tuple(redact_url(str(a)) if isinstance(a, str) or _is_url(a) else a for a in record.args)
         return True
 
 
-#: Loggers that print request URLs or messages built from them.
-FILTERED_LOGGERS = ("uvicorn.access", "uvicorn.error", "httpx", "toollatch.proxy", "toollatch.web")
+#: Loggers that print request URLs or messages built from them. ``httpx2`` (the httpx the
+#: Anthropic SDK and Starlette's test client use) logs its request URLs like httpx does: an
+#: agent or a test client run in the dashboard's process logs no query credential either.
+FILTERED_LOGGERS = ("uvicorn.access", "uvicorn.error", "httpx", "httpx2", "toollatch.proxy", "toollatch.web")
 
 
 def install_log_filters() -> None:

@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from assembler.capture import CaptureError
-from assembler.export import redact_capture
-from assembler.retell import retell_body
+from assembler.capture import CaptureError, iter_capture
+from assembler.export import redact_capture, stray_argument_text
+from assembler.retell import retell_body, untold_arguments
 from assembler import jsontext
 from assembler.model import CallState
 from assembler.registry import RegistryError, ToolRegistry
@@ -134,7 +134,12 @@ class LiveSessionStore(SessionStore):
         self.flush(session)
         if self.recordings is None or not session.live_source.size:
             return
-        prepared = prepare_recording(session, forwarded_secrets)
+        try:  # the recording is read through once: off the event loop
+            as_received = await asyncio.to_thread(download_as_received, session)
+        except Exception as exc:  # never a 500: the redacted download is always safe
+            log.error("session %s: recording not checked (%s)", session.id, type(exc).__name__)
+            as_received = False
+        prepared = prepare_recording(session, forwarded_secrets, as_received)
         try:
             session.live_source.recording = await asyncio.to_thread(prepared.write, self.recordings)
             session.live_source.recording_download = prepared.meta["download"]
@@ -194,14 +199,17 @@ class PreparedRecording:
         return rid
 
 
-def prepare_recording(session: LiveSession, forwarded_secrets: list[str]) -> PreparedRecording:
+def prepare_recording(session: LiveSession, forwarded_secrets: list[str], as_received: bool | None = None) -> PreparedRecording:
     """The recording of a finished ``session``: its bytes (scrubbed of any forwarded credential),
-    request tools, metadata and search summary. Never a header."""
+    request tools, metadata and search summary. Never a header. ``as_received``: the
+    answer of :func:`download_as_received`, computed here when not given."""
     secrets = sorted({*session.live_source.secrets, *forwarded_secrets}, key=len, reverse=True)
     raw = b"".join(session.live_source.chunks)
     body, redacted = scrub_bytes(raw, secrets)
     meta = session.recording_meta()
-    meta["download"] = "as_received" if download_as_received(session) else "redacted"
+    if as_received is None:
+        as_received = download_as_received(session)
+    meta["download"] = "as_received" if as_received else "redacted"
     if redacted:
         meta["redacted"] = "a forwarded credential appeared in the body and was replaced"
     if session.echoed_secret:
@@ -229,15 +237,35 @@ def save_recording(store: Store, session: LiveSession, forwarded_secrets: list[s
     return rid
 
 
+#: Quirks that mean the assembler left argument text aside (after a stream's end, after a
+#: call's end, a ``.done`` text unlike the deltas): such a recording holds text no call committed.
+TEXT_LEFT_ASIDE = frozenset({"op_after_stream_end", "chunk_after_stream_end", "fragment_after_call_ended", "done_arguments_differ"})
+
+
 def download_as_received(session: LiveSession) -> bool:
     """Whether the recording may be downloaded as received: only when it holds no argument
     text of a call that did not commit (the rule *Reveal text* follows). That is, the stream
-    ended normally and every call committed, or the upstream answered an HTTP error whose
-    body (not a stream) was never assembled. Otherwise the download is the redacted
-    reproducer (:func:`redacted_recording`)."""
-    if session.end_kind == "complete":
-        return all(c.state is CallState.COMMITTED for r in session.pipeline.results() for c in r.calls)
+    ended normally, every call committed, no quirk says text was left aside
+    (:data:`TEXT_LEFT_ASIDE`) and every place of argument text in the recording is text a
+    call took before its stream's end (:func:`assembler.export.stray_argument_text`: not a
+    call after ``[DONE]``, nor a place no adapter reads; for a non-streaming body, nor a
+    call its re-told stream leaves out, :func:`assembler.retell.untold_arguments`); or the
+    upstream answered an HTTP error whose body (not a stream) was never assembled. Otherwise the download is the
+    redacted reproducer (:func:`redacted_recording`). Reads the whole recording: call it off
+    the event loop."""
     src = session.live_source
+    if session.end_kind == "complete":
+        results = session.pipeline.results()
+        if not all(c.state is CallState.COMMITTED for r in results for c in r.calls):
+            return False
+        if any(q in TEXT_LEFT_ASIDE for r in results for q in r.quirks):
+            return False
+        if src.json_body and untold_arguments(session.pipeline.dialect or src.dialect, src.data):
+            return False  # argument text the re-told stream leaves out: no call took it
+        try:
+            return not stray_argument_text(iter_capture([src.stream_data], src.name), session.pipeline.dialect)
+        except (CaptureError, ValueError, RecursionError):  # cannot be read through: never as received
+            return False
     return session.end_kind == "error" and session.upstream_error and session.position == 0 and "event-stream" not in (src.content_type or "")
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from urllib.parse import parse_qsl
 
 import httpx
 from fastapi import APIRouter, Request
@@ -95,13 +96,18 @@ class Upstreams:
         return self.base(name) == MOCK_BASE
 
     def target(self, name: str, path: str, query: str = "") -> tuple[httpx.AsyncClient, str] | None:
-        """Client and URL for ``/proxy/<name>/<path>``; a base ending in ``/v1`` is not doubled."""
+        """Client and URL for ``/proxy/<name>/<path>``; a base ending in ``/v1`` is not doubled.
+
+        ``path`` is decoded text and stays a path: a ``?``, ``#`` or ``%`` in it is sent
+        percent-encoded, never read as the start of a query, a fragment or an escape
+        (:func:`split_path` decides beforehand what of a proxied path is its query)."""
         base = self.base(name)
         if base is None:
             return None
         path = path.lstrip("/")
         if base.endswith("/v1") and (path == "v1" or path.startswith("v1/")):
             path = path[3:]
+        path = path.replace("%", "%25").replace("?", "%3F").replace("#", "%23")  # httpx encodes the rest
         url = f"{base}/{path}" + (f"?{query}" if query else "")
         return (self.mock if base == MOCK_BASE else self.http), url
 
@@ -298,6 +304,19 @@ async def open_upstream(
     return upstream
 
 
+def split_path(path: str) -> tuple[str, str]:
+    """The decoded ``<path>`` of ``/proxy/<name>/<path>`` as ``(path, query)``: a ``?`` that
+    arrived percent-encoded (``%3F``) starts a query there, which is what an upstream makes
+    of such a path (and what it got before), so its values are credentials like any query's
+    (:func:`~web.credentials.secret_values`) and the path shown, logged and recorded never
+    holds them. Raises ``ValueError`` (naming no part of the path) for an encoded ``#``: a
+    fragment is never sent upstream, so the request cannot be forwarded as the client wrote it."""
+    path, _, query = path.partition("?")
+    if "#" in path or "#" in query:
+        raise ValueError("the path holds an encoded '#' (%23): a URL fragment is never sent upstream; remove it")
+    return path, query
+
+
 def new_session(store: LiveSessionStore, name: str, path: str, body: bytes, secrets: list[str] | None = None) -> LiveSession:
     """A live session for a request body (JSON when it parses; its ``tools`` the registry);
     ``secrets``: the credential values the request forwards, scrubbed from all it shows."""
@@ -320,10 +339,15 @@ def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstrea
         body = await request.body()
         if len(body) > settings.max_upload_bytes:
             return error_json(413, "request_too_large", f"toollatch proxy: request body over {settings.max_upload_bytes} bytes.")
+        try:
+            path, embedded = split_path(path)
+        except ValueError as exc:
+            return error_json(400, "invalid_path", f"toollatch proxy: {exc}.")
+        query = "&".join(q for q in (embedded, request.url.query) if q)
         headers = list(request.headers.items())
-        secrets = secret_values(headers, list(request.query_params.multi_items()))
+        secrets = secret_values(headers, parse_qsl(embedded, keep_blank_values=True) + list(request.query_params.multi_items()))
         session = new_session(store, name, path, body, secrets) if request.method == "POST" else None
-        upstream = await open_upstream(upstreams, store, name, request.method, path, request.url.query, headers, body, session)
+        upstream = await open_upstream(upstreams, store, name, request.method, path, query, headers, body, session)
         if isinstance(upstream, JSONResponse):
             return upstream
         return ProxyStream(upstream, session, store, secrets, teer)

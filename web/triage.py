@@ -129,16 +129,27 @@ def without_open_diagnoses(session: Session, results: list[StreamResult]) -> lis
     """``results`` (a full assembly of the bytes so far) with the diagnosis dropped from
     every call the session has not seen reach a verdict: assembling a stream that is still
     arriving cuts those calls off, and their diagnosis (depth, expected token) would describe
-    text that has not committed."""
+    text that has not committed. With ``ui_forward_partial_args: false`` (the session's
+    ``forward_progress`` off) such a call's ``bytes`` and ``fragments`` are 0 as well, as
+    on the page and in the JSON twin."""
     states = {(card.stream, card.view.key): card.view.state for card in session.cards.values()}
+
+    def withheld(call: CallOutcome) -> CallOutcome:
+        if session.forward_progress:
+            return replace(call, diagnosis=None)
+        return replace(call, diagnosis=None, bytes=0, fragments=0)
+
     out = []
     for stream, result in enumerate(results):
-        calls = [
-            c if (state := states.get((stream, c.key))) is not None and state.terminal else replace(c, diagnosis=None)
-            for c in result.calls
-        ]
+        calls = [c if (state := states.get((stream, c.key))) is not None and state.terminal else withheld(c) for c in result.calls]
         out.append(replace(result, calls=calls))
     return out
+
+
+def as_shown(session: Session, results: list[StreamResult]) -> list[StreamResult]:
+    """The full ``results`` of ``session`` as its documents may show them: for a live stream
+    still arriving, :func:`without_open_diagnoses`; otherwise as they are."""
+    return without_open_diagnoses(session, results) if still_streaming(session) else results
 
 
 # ------------------------------------------------------------------ full results

@@ -140,13 +140,13 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
 
     async def results_of(session: Session) -> list[StreamResult] | HTMLResponse:
         """The whole source assembled; for a live stream still arriving, the bytes so far,
-        without a diagnosis for the calls that have no verdict yet."""
-        growing = triage.still_streaming(session)
+        without a diagnosis (nor, with ``ui_forward_partial_args: false``, byte and fragment
+        counts) for the calls that have no verdict yet."""
         try:
             results = await triage.full_results(session)
         except CaptureError as exc:
             return error_page("Cannot export", str(exc), 422)
-        return triage.without_open_diagnoses(session, results) if growing else results
+        return triage.as_shown(session, results)
 
     @router.get("/sessions/{sid}/export.report.json")
     async def export_report(sid: str) -> Response:
@@ -179,7 +179,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         session = sessions.get(ref)
         if session is not None:
             try:
-                results = await triage.full_results(session)
+                results = triage.as_shown(session, await triage.full_results(session))
             except CaptureError as exc:
                 raise SourceError(str(exc)) from None
             desc = {"id": ref, "kind": "session", "title": session.source.title, "url": f"/sessions/{ref}", "dialect": session.pipeline.dialect}
