@@ -88,7 +88,10 @@ class Assembler:
         self._seq = 0
         self._calls: dict[CallKey, CallRecord] = {}
         self._in_flight = 0  # calls not yet in a terminal state
-        self._committed_ids: set[str] = set()  # tool_call_ids of committed client calls
+        # tool_call_ids of the client calls committed in this stream (they answer their id),
+        # and in every stream sharing the budget (an id there never commits again)
+        self._committed_ids: set[str] = set()
+        self._run_ids = self.budget.committed_ids
         # A provider key reused by a *different* call: later ops for it go to the new record.
         self._alias: dict[CallKey, CallKey] = {}
         self._end: StreamEndKind | None = None
@@ -218,7 +221,7 @@ class Assembler:
             self._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)
         elif call.bytes > self.config.max_tool_argument_bytes:
             self._overflow(call, out)
-        elif call.call_id in self._committed_ids and call.executor == "client":
+        elif call.call_id in self._run_ids and call.executor == "client":
             self._refuse_reused_id(call, out)
 
     def _identity(self, op: CallIdentity, out: list[AssemblyEvent]) -> None:
@@ -243,7 +246,7 @@ class Assembler:
                 self._quirk("name_conflict", out)
         if changed:
             self._emit(out, "identity", call)
-            if call.call_id in self._committed_ids and call.executor == "client" and not call.machine.state.terminal:
+            if call.call_id in self._run_ids and call.executor == "client" and not call.machine.state.terminal:
                 self._refuse_reused_id(call, out)
 
     def _fragment(self, op: ArgsFragment, out: list[AssemblyEvent]) -> None:
@@ -295,7 +298,7 @@ class Assembler:
                     (shared if call.call_id in seen else seen).add(call.call_id)
         for call in calls:
             if shared and call.call_id in shared and not call.machine.state.terminal:
-                if call.call_id in self._committed_ids:
+                if call.call_id in self._run_ids:
                     self._refuse_reused_id(call, out)
                 else:  # One tool_call_id for two calls: running either could run the tool twice.
                     self._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
@@ -310,7 +313,7 @@ class Assembler:
             missing = " and ".join(n for n, v in (("call_id", call.call_id), ("name", call.name)) if not v)
             self._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(f"no {missing}"), out)
             return
-        if call.executor == "client" and call.call_id in self._committed_ids:
+        if call.executor == "client" and call.call_id in self._run_ids:
             self._refuse_reused_id(call, out)
             return
         assert call.buffer is not None
@@ -350,6 +353,7 @@ class Assembler:
         self._move(call, CallInput.COMMIT, out)
         if call.executor == "client":
             self._committed_ids.add(call.call_id)
+            self._run_ids.add(call.call_id)
         if self.metrics is not None and self._ended_at is not None:
             self.metrics.call_committed(self.dialect, call.name, self._clock() - self._ended_at)
 

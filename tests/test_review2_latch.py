@@ -71,14 +71,6 @@ _COHERE_CALL_BEFORE_MESSAGE_START = sse(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/pipeline.py Pipeline._apply_all starts a new Assembler on StreamStart when the "
-    "current one has begun, without ending it; the adapters only emit StreamTruncated when their own start "
-    "event was seen (anthropic._message_start, openai_responses._response_created, bedrock, cohere), and "
-    "Pipeline.close()/cancel() only close the last stream: a call that arrived before the start event stays "
-    "OPEN for ever, with no verdict and no result",
-)
 @pytest.mark.parametrize(
     "data",
     [_ANTHROPIC_CALL_BEFORE_MESSAGE_START, _RESPONSES_ITEM_BEFORE_CREATED, _BEDROCK_BLOCK_BEFORE_MESSAGE_START, _COHERE_CALL_BEFORE_MESSAGE_START],
@@ -90,11 +82,6 @@ def test_a_call_before_the_stream_start_event_still_gets_its_verdict(data: bytes
     answered_once(results, "t1")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/pipeline.py Pipeline.cancel applies Cancel to the last stream only; a call left "
-    "open in an earlier stream (begun before its start event) is never cancelled and owes no result",
-)
 def test_a_user_stop_answers_a_call_left_in_an_earlier_stream() -> None:
     pipeline = Pipeline()
     for event in read_capture(_ANTHROPIC_CALL_BEFORE_MESSAGE_START.rsplit(b"event: message_stop", 1)[0]):
@@ -215,13 +202,6 @@ def test_the_next_turn_is_protocol_valid_when_two_calls_share_an_id(dialect: str
 # ------------------------------------------------------------------ one tool_call_id across the streams of one input
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/assembler.py keeps the tool_call_ids of committed calls per Assembler (_committed_ids), "
-    "so with pipelined commit a message restarted in the same input (a second message_start before "
-    "message_stop) commits the same tool_call_id again in the next stream: the tool runs twice; the Pipeline "
-    "already shares the RunBudget across its streams, but not the committed ids",
-)
 def test_a_pipelined_call_id_commits_once_across_the_streams_of_one_input() -> None:
     from assembler import AssembleConfig
 
