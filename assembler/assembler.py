@@ -27,6 +27,7 @@ from .model import (
     CallKey,
     CallStart,
     CallState,
+    CallTruncated,
     Cancel,
     CommittedCall,
     Op,
@@ -180,6 +181,11 @@ class Assembler:
                     # Pipelined commit: the block stopped and its key accepts no more
                     # fragments; only tools the configuration names may skip the stream end.
                     self._latch(call, out)
+        elif isinstance(op, CallTruncated):
+            call = self._calls.get(self._alias.get(op.key, op.key))
+            if call is not None and not call.machine.state.terminal:
+                call.diagnosis = call.cut_off("truncated")
+                self._fail(call, Reason.STREAM_TRUNCATED.with_detail(op.detail), out)
         elif isinstance(op, StreamEnd):
             self._finish_complete(op.detail, out)
         elif isinstance(op, StreamTruncated):

@@ -139,6 +139,20 @@ class BlockStop:
 
 
 @dataclass(frozen=True, slots=True)
+class CallTruncated:
+    """The provider cut the one call at ``key`` short while the stream goes on.
+
+    For dialects whose adapter builds the argument text itself (Gemini ``partialArgs``):
+    a call whose last part promised more (``willContinue``) and that another call then
+    ended. Its text so far would still parse, so it never reaches the latch: the call
+    fails ``stream_truncated`` with ``detail`` at once, and owes an error result.
+    """
+
+    key: CallKey
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
 class StreamEnd:
     """The provider's *normal* end (``[DONE]``, ``finish_reason``, ``message_stop``)."""
 
@@ -180,6 +194,7 @@ Op: TypeAlias = (
     | ArgsFragment
     | ArgsNotStrict
     | BlockStop
+    | CallTruncated
     | StreamEnd
     | StreamTruncated
     | StreamError

@@ -109,13 +109,6 @@ def _gemini(chunks: list[dict[str, Any]]) -> StreamResult:
     return result
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/dialects/gemini.py GeminiAdapter._function_call closes a streamed call whose last "
-    "part said willContinue: true when another functionCall part arrives (quirk function_call_before_terminator) "
-    "and sends the object built so far as complete text: a string value cut mid-stream parses, so the call "
-    "COMMITS with truncated arguments (half-packet execution); the MAX_TOKENS path refuses the same case",
-)
 def test_a_streamed_call_cut_off_by_the_next_call_never_commits() -> None:
     result = _gemini(
         [
