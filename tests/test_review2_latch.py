@@ -124,13 +124,6 @@ def test_a_streamed_call_cut_off_by_the_next_call_never_commits() -> None:
     assert [r.tool_call_id for r in result.results] == ["g1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/dialects/gemini.py GeminiAdapter._function_call: for args that are not an object "
-    "(quirk args_not_object) it sends their JSON text and then sets args = {}, so the strict re-check of the "
-    "chunk (_Strictness.check, run only 'if args or partialArgs') is skipped; with arguments_must_be_object: "
-    "false a duplicate key hidden by the chunk's lenient parse commits",
-)
 def test_gemini_args_that_are_not_an_object_are_still_held_to_strict_json() -> None:
     from assembler import AssembleConfig
 

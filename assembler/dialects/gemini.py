@@ -193,13 +193,14 @@ class GeminiAdapter:
             ops.append(Quirk("synthesized_id"))
         ops.append(CallStart(key, call_id, name))
         args = fc.get("args")
+        carried = args is not None and args != {}  # argument text made from a value of the chunk
         if args is not None and not isinstance(args, dict):
             ops.append(Quirk("args_not_object"))
-            ops.append(ArgsFragment(key, jsontext.dumps(args)))  # the latch rejects it
+            ops.append(ArgsFragment(key, jsontext.dumps(args)))  # the latch judges it as that JSON text
             args = {}
         self._open[ci] = _Streamed(key, fc_id, jsontext.rebuild(args) if args else {})  # never mutate the event
         self._apply_all(self._open[ci].args, fc.get("partialArgs"))
-        if args or fc.get("partialArgs"):
+        if carried or fc.get("partialArgs"):
             strict.check(key, ops)
         if fc.get("willContinue") is not True:
             self._close(ci, ops)
