@@ -409,8 +409,31 @@ class Assembler:
             self._emit(out, "state", call)
 
     def _set_end(self, end: StreamEndKind, detail: str | None, out: list[AssemblyEvent]) -> None:
+        if len(self._calls) > 1:
+            self._keep_one_record_per_id()
         self._end, self._end_detail = end, detail
         self._emit(out, "stream_end", end=end, detail=detail)
+
+    def _keep_one_record_per_id(self) -> None:
+        """The finalized message holds each tool_call_id once, with one result.
+
+        Where several client calls carried one id, the record kept is the committed one
+        if any, else the first in ``finalize_order``; every other record is a protocol
+        repair (``repaired``: dropped from the finalized message, owes no result). The
+        id is answered once: by the committed call's execution, or by the kept record's
+        error result.
+        """
+        kept: dict[str, CallRecord] = {}
+        for call in self._ordered():
+            if call.executor != "client" or call.call_id is None or call.repaired:
+                continue
+            first = kept.get(call.call_id)
+            if first is None:
+                kept[call.call_id] = call
+            elif call.machine.state is CallState.COMMITTED and first.machine.state is not CallState.COMMITTED:
+                first.repaired, kept[call.call_id] = True, call
+            else:
+                call.repaired = True
 
     def _quirk(self, name: str, out: list[AssemblyEvent]) -> None:
         self._quirks[name] = self._quirks.get(name, 0) + 1

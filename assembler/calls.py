@@ -92,7 +92,7 @@ class CallRecord:
     arguments: Any = None
     transitions: list[Transition] = field(default_factory=list)
     last_activity: float = 0.0  # seconds since stream start: call start or last fragment
-    repaired: bool = False  # dropped from history by drop_with_protocol_repair
+    repaired: bool = False  # dropped from history (drop_with_protocol_repair, or a repeated tool_call_id)
     not_strict: str | None = None  # an event that carried its arguments was not strict JSON
 
     def view(self) -> CallView:

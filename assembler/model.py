@@ -260,8 +260,9 @@ class CallOutcome:
     executor: Executor
     arguments: Any = None
     transitions: list[Transition] = field(default_factory=list)
-    #: True when ``drop_with_protocol_repair`` removed this failed call from the finalized
-    #: assistant message: it owes no result.
+    #: True when this call was removed from the finalized assistant message, which then
+    #: owes it no result: a failed call under ``drop_with_protocol_repair``, or a call that
+    #: carried a tool_call_id another record of the stream keeps (one id, one entry).
     repaired: bool = False
     #: Why a FAILED call failed, precisely, without quoting argument text: for
     #: ``invalid_json`` ``{"kind": "invalid", "fragment_index", "byte_offset", "expected"}``

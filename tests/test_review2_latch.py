@@ -168,13 +168,6 @@ _SHARED_ID = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/history.py build_history lists every finalized client call, so two calls that carried "
-    "one tool_call_id (both FAILED 'call id used by more than one call', one error result owed by "
-    "calls.owed_results) appear twice in the assistant message and each is paired with that one result: the "
-    "next turn has the id twice and two results for it (check_protocol reports both)",
-)
 @pytest.mark.parametrize("dialect", list(_SHARED_ID))
 def test_the_next_turn_is_protocol_valid_when_two_calls_share_an_id(dialect: str) -> None:
     from assembler.history import build_history, check_protocol
