@@ -202,13 +202,6 @@ def test_a_pipelined_call_id_commits_once_across_the_streams_of_one_input() -> N
 # ------------------------------------------------------------------ a schema the validator cannot resolve
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/finalize.py check_arguments calls ToolRegistry.validate, which lets jsonschema's "
-    "_WrappedReferencingError (a $ref the schema does not resolve, e.g. '#/definitions/missing') escape: "
-    "Assembler.apply raises in the middle of the stream end, the CLI prints a traceback, a dashboard session "
-    "goes to ERROR, and the calls not yet latched never get a verdict or a result",
-)
 def test_an_unresolvable_schema_ref_fails_the_call_not_the_stream() -> None:
     from assembler import ToolRegistry
 
