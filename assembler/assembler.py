@@ -41,7 +41,7 @@ from .model import (
     StreamTruncated,
     Transition,
 )
-from .calls import CallRecord, RunBudget, append_varint, owed_results
+from .calls import CallRecord, RunBudget, append_varint, keep_one_record_per_id, owed_results
 from .redact import AssemblyEvent, CallView, EventKind
 from .registry import ToolRegistry
 from .state import CallInput
@@ -95,6 +95,7 @@ class Assembler:
         self._run_ids = self.budget.committed_ids
         # A provider key reused by a *different* call: later ops for it go to the new record.
         self._alias: dict[CallKey, CallKey] = {}
+        self._reused: dict[CallKey, int] = {}  # provider key -> next suffix to try for a new call there
         self._end: StreamEndKind | None = None
         self._end_detail: str | None = None
         self._quirks: dict[str, int] = {}
@@ -209,9 +210,10 @@ class Assembler:
             self._quirk("call_started_at_a_used_key", out)
             if not existing.machine.state.terminal:
                 self._fail(existing, Reason.STREAM_ERROR.with_detail("another call started at its position"), out)
-            n = 1
-            while op.key + (n,) in self._calls:
+            n = self._reused.get(op.key, 1)
+            while op.key + (n,) in self._calls:  # a key the adapter gave another call: skip it
                 n += 1
+            self._reused[op.key] = n + 1
             key = self._alias[op.key] = op.key + (n,)
         call = CallRecord(key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
         if op.whole_arguments:
@@ -410,30 +412,9 @@ class Assembler:
 
     def _set_end(self, end: StreamEndKind, detail: str | None, out: list[AssemblyEvent]) -> None:
         if len(self._calls) > 1:
-            self._keep_one_record_per_id()
+            keep_one_record_per_id(self._calls.values(), by_key=self.config.finalize_order != "arrival")
         self._end, self._end_detail = end, detail
         self._emit(out, "stream_end", end=end, detail=detail)
-
-    def _keep_one_record_per_id(self) -> None:
-        """The finalized message holds each tool_call_id once, with one result.
-
-        Where several client calls carried one id, the record kept is the committed one
-        if any, else the first in ``finalize_order``; every other record is a protocol
-        repair (``repaired``: dropped from the finalized message, owes no result). The
-        id is answered once: by the committed call's execution, or by the kept record's
-        error result.
-        """
-        kept: dict[str, CallRecord] = {}
-        for call in self._ordered():
-            if call.executor != "client" or call.call_id is None or call.repaired:
-                continue
-            first = kept.get(call.call_id)
-            if first is None:
-                kept[call.call_id] = call
-            elif call.machine.state is CallState.COMMITTED and first.machine.state is not CallState.COMMITTED:
-                first.repaired, kept[call.call_id] = True, call
-            else:
-                call.repaired = True
 
     def _quirk(self, name: str, out: list[AssemblyEvent]) -> None:
         self._quirks[name] = self._quirks.get(name, 0) + 1

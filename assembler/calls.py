@@ -7,6 +7,7 @@ diagnosis can name the fragment where the text broke without keeping the fragmen
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,3 +165,28 @@ def owed_results(calls: list[CallOutcome], committed_ids: set[str]) -> list[Tool
             answered.add(c.call_id)
         results.append(ToolResult(c.call_id, True, c.reason or c.state.value))
     return results
+
+
+def keep_one_record_per_id(records: Iterable[CallRecord], *, by_key: bool) -> None:
+    """The finalized message holds each tool_call_id once, with one result.
+
+    Where several client calls (``records``, in arrival order) carried one id, the record
+    kept is the committed one if any, else the first in finalize order (the lowest key
+    when ``by_key``, else the first to arrive); every other record becomes a protocol
+    repair (``repaired``: dropped from the finalized message, owing no result). The id is
+    answered once: by the committed call's execution, or by the kept record's error
+    result. O(n): one dict lookup per record.
+    """
+    kept: dict[str, CallRecord] = {}
+    for call in records:
+        if call.executor != "client" or call.call_id is None or call.repaired:
+            continue
+        first = kept.get(call.call_id)
+        if first is None:
+            kept[call.call_id] = call
+            continue
+        committed, first_committed = call.machine.state is CallState.COMMITTED, first.machine.state is CallState.COMMITTED
+        if (committed and not first_committed) or (committed == first_committed and by_key and call.key < first.key):
+            first.repaired, kept[call.call_id] = True, call
+        else:
+            call.repaired = True
