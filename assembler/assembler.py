@@ -70,6 +70,7 @@ class Assembler:
         metrics: Metrics | None = None,
         progress_events: bool = True,
         emit_events: bool = True,
+        committed_ids: set[str] | None = None,
     ) -> None:
         self.dialect = dialect
         self.config = config or DEFAULT_CONFIG
@@ -90,9 +91,10 @@ class Assembler:
         self._calls: dict[CallKey, CallRecord] = {}
         self._in_flight = 0  # calls not yet in a terminal state
         # tool_call_ids of the client calls committed in this stream (they answer their id),
-        # and in every stream sharing the budget (an id there never commits again)
+        # and in every stream of the input: ``committed_ids``, shared by a Pipeline's
+        # streams (an id there never commits again)
         self._committed_ids: set[str] = set()
-        self._run_ids = self.budget.committed_ids
+        self._run_ids = self._committed_ids if committed_ids is None else committed_ids
         # A provider key reused by a *different* call: later ops for it go to the new record.
         self._alias: dict[CallKey, CallKey] = {}
         self._reused: dict[CallKey, int] = {}  # provider key -> next suffix to try for a new call there
@@ -361,7 +363,7 @@ class Assembler:
         self._move(call, CallInput.COMMIT, out)
         if call.executor == "client":
             self._committed_ids.add(call.call_id)
-            self._run_ids.add(call.call_id)
+            self._run_ids.add(call.call_id)  # the same set when the stream stands alone
         if self.metrics is not None and self._ended_at is not None:
             self.metrics.call_committed(self.dialect, call.name, self._clock() - self._ended_at)
 

@@ -42,18 +42,12 @@ def split_fragments(text: str, lengths: bytearray) -> list[str]:
 
 class RunBudget:
     """``max_tool_calls_per_run``: committed calls counted across the streams (turns) of one
-    session. Shared by every :class:`Assembler` of a :class:`~assembler.pipeline.Pipeline`.
-
-    ``committed_ids`` holds the tool_call_id of every client call committed under this
-    budget: one id commits at most once across all the streams that share it (a message
-    restarted in the same input must not run its tool a second time).
-    """
+    session. Shared by every :class:`Assembler` of a :class:`~assembler.pipeline.Pipeline`."""
 
     def __init__(self, limit: int | None) -> None:
         self.limit = limit
         self.committed = 0
         self.executed = 0
-        self.committed_ids: set[str] = set()
 
     def take(self) -> bool:
         """Count one more committed call; False (and nothing counted) when over the limit."""

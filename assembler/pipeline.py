@@ -68,6 +68,9 @@ class Pipeline:
         self._dialect: str | None = None
         self._pending: list[ProviderEvent] = []
         self._streams: list[Assembler] = []
+        # tool_call_ids committed in any stream of this input: a message restarted in the
+        # same input cannot commit (and run) one id a second time
+        self._committed_ids: set[str] = set()
         self._closed = False
         if dialect is not None:
             self._use(dialect)
@@ -84,6 +87,12 @@ class Pipeline:
     @property
     def streams(self) -> list[Assembler]:
         return list(self._streams)
+
+    @property
+    def committed_ids(self) -> frozenset[str]:
+        """The tool_call_ids of the client calls committed in any stream of this input;
+        each commits at most once across the streams."""
+        return frozenset(self._committed_ids)
 
     def feed(self, event: ProviderEvent) -> list[AssemblyEvent]:
         """Apply one provider event; return the assembly events it caused."""
@@ -230,6 +239,7 @@ class Pipeline:
                 metrics=self.metrics,
                 progress_events=self.progress_events,
                 emit_events=self.emit_events,
+                committed_ids=self._committed_ids,
             )
         )
 

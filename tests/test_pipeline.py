@@ -311,16 +311,16 @@ def test_one_tool_call_id_commits_once_across_complete_messages_of_one_input() -
     (again,) = second.calls
     assert again.state is CallState.FAILED and again.reason == "stream_error: call id already used by a committed call"
     assert again.repaired and second.results == []  # answered by the committed call; dropped from history
-    assert pipeline.budget.committed_ids == {"toolu_a"}
+    assert pipeline.committed_ids == {"toolu_a"}
 
 
-def test_a_budget_shared_by_two_pipelines_shares_their_committed_ids() -> None:
+def test_committed_ids_belong_to_one_input_even_when_pipelines_share_a_budget() -> None:
     first = Pipeline()
-    second = Pipeline(budget=first.budget)
+    second = Pipeline(budget=first.budget)  # two turns of one run: commits are counted together
     for pipeline in (first, second):
         for event in read_capture(OPENAI):
             pipeline.feed(event)
         pipeline.close()
     assert [c.state for c in first.results()[0].calls] == [CallState.COMMITTED, CallState.COMMITTED]
-    assert [c.state for c in second.results()[0].calls] == [CallState.FAILED, CallState.FAILED]
-    assert Pipeline().budget.committed_ids == set()  # a pipeline of its own starts afresh
+    assert [c.state for c in second.results()[0].calls] == [CallState.COMMITTED, CallState.COMMITTED]
+    assert first.budget.committed == 4 and second.committed_ids == {"call_1", "call_2"}
