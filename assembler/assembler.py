@@ -41,7 +41,7 @@ from .model import (
     StreamTruncated,
     Transition,
 )
-from .calls import CallRecord, RunBudget, append_varint, keep_one_record_per_id, owed_results
+from .calls import CallRecord, RunBudget, append_varint, keep_one_record_per_id, owed_results, shared_ids
 from .redact import AssemblyEvent, CallView, EventKind
 from .registry import ToolRegistry
 from .state import CallInput
@@ -300,12 +300,7 @@ class Assembler:
     def _finish_complete(self, detail: str | None, out: list[AssemblyEvent]) -> None:
         self._ended_at = self._clock()
         calls = self._ordered()
-        shared: set[str] = set()  # a tool_call_id carried by more than one client call
-        if len(calls) > 1:
-            seen: set[str] = set()
-            for call in calls:
-                if call.call_id and call.executor == "client":
-                    (shared if call.call_id in seen else seen).add(call.call_id)
+        shared = shared_ids(calls)  # a tool_call_id carried by more than one client call
         for call in calls:
             if shared and call.call_id in shared and not call.machine.state.terminal:
                 if call.call_id in self._run_ids:
@@ -326,12 +321,7 @@ class Assembler:
         if call.executor == "client" and call.call_id in self._run_ids:
             self._refuse_reused_id(call, out)
             return
-        assert call.buffer is not None
-        if call.fragments:
-            text = call.buffer.decode("utf-8", "surrogatepass")  # the one join
-        else:
-            text = call.whole_arguments or ""
-        call.buffer = None
+        text = call.take_text()
         registry = self.registry if call.executor == "client" else None
         if call.not_strict is not None:
             verdict = Verdict(None, Reason.INVALID_JSON.with_detail(call.not_strict))

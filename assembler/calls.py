@@ -121,6 +121,14 @@ class CallRecord:
             diagnosis=self.diagnosis,
         )
 
+    def take_text(self) -> str:
+        """The call's whole argument text, joined once (streamed fragments, else the text
+        that came whole with the start, else ""); the buffer is released."""
+        assert self.buffer is not None
+        text = self.buffer.decode("utf-8", "surrogatepass") if self.fragments else self.whole_arguments or ""
+        self.buffer = None
+        return text
+
     def invalid_json_diagnosis(self, text: str, reason: str) -> dict[str, Any] | None:
         """Where the joined ``text`` stopped being JSON: the fragment, byte and expected token
         (see :func:`~assembler.jsonprefix.diagnose`); for text whose grammar holds but which
@@ -159,6 +167,17 @@ def owed_results(calls: list[CallOutcome], committed_ids: set[str]) -> list[Tool
             answered.add(c.call_id)
         results.append(ToolResult(c.call_id, True, c.reason or c.state.value))
     return results
+
+
+def shared_ids(records: list[CallRecord]) -> set[str]:
+    """The tool_call_ids that more than one client call of ``records`` carries."""
+    shared: set[str] = set()
+    if len(records) > 1:
+        seen: set[str] = set()
+        for call in records:
+            if call.call_id and call.executor == "client":
+                (shared if call.call_id in seen else seen).add(call.call_id)
+    return shared
 
 
 def keep_one_record_per_id(records: Iterable[CallRecord], *, by_key: bool) -> None:
