@@ -146,8 +146,7 @@ class Pipeline:
         self._closed = True
         if self._adapter is None and not self._streams:
             return []
-        self._current()
-        return self._end_every_stream(Cancel(detail))
+        return self._end_every_stream(Cancel(detail))  # a known dialect always has a stream
 
     def check_idle(self) -> list[AssemblyEvent]:
         """Apply the idle timeout to the current stream (see :meth:`Assembler.check_idle`)."""
