@@ -27,6 +27,7 @@ from .model import (
     CallKey,
     CallStart,
     CallState,
+    CallTruncated,
     Cancel,
     CommittedCall,
     Op,
@@ -40,7 +41,7 @@ from .model import (
     StreamTruncated,
     Transition,
 )
-from .calls import CallRecord, RunBudget, append_varint, owed_results
+from .calls import CallRecord, RunBudget, append_varint, keep_one_record_per_id, owed_results, shared_ids
 from .redact import AssemblyEvent, CallView, EventKind
 from .registry import ToolRegistry
 from .state import CallInput
@@ -69,6 +70,7 @@ class Assembler:
         metrics: Metrics | None = None,
         progress_events: bool = True,
         emit_events: bool = True,
+        committed_ids: set[str] | None = None,
     ) -> None:
         self.dialect = dialect
         self.config = config or DEFAULT_CONFIG
@@ -88,9 +90,14 @@ class Assembler:
         self._seq = 0
         self._calls: dict[CallKey, CallRecord] = {}
         self._in_flight = 0  # calls not yet in a terminal state
-        self._committed_ids: set[str] = set()  # tool_call_ids of committed client calls
+        # tool_call_ids of the client calls committed in this stream (they answer their id),
+        # and in every stream of the input: ``committed_ids``, shared by a Pipeline's
+        # streams (an id there never commits again)
+        self._committed_ids: set[str] = set()
+        self._run_ids = self._committed_ids if committed_ids is None else committed_ids
         # A provider key reused by a *different* call: later ops for it go to the new record.
         self._alias: dict[CallKey, CallKey] = {}
+        self._reused: dict[CallKey, int] = {}  # provider key -> next suffix to try for a new call there
         self._end: StreamEndKind | None = None
         self._end_detail: str | None = None
         self._quirks: dict[str, int] = {}
@@ -177,6 +184,11 @@ class Assembler:
                     # Pipelined commit: the block stopped and its key accepts no more
                     # fragments; only tools the configuration names may skip the stream end.
                     self._latch(call, out)
+        elif isinstance(op, CallTruncated):
+            call = self._calls.get(self._alias.get(op.key, op.key))
+            if call is not None and not call.machine.state.terminal:
+                call.diagnosis = call.cut_off("truncated")
+                self._fail(call, Reason.STREAM_TRUNCATED.with_detail(op.detail), out)
         elif isinstance(op, StreamEnd):
             self._finish_complete(op.detail, out)
         elif isinstance(op, StreamTruncated):
@@ -200,9 +212,10 @@ class Assembler:
             self._quirk("call_started_at_a_used_key", out)
             if not existing.machine.state.terminal:
                 self._fail(existing, Reason.STREAM_ERROR.with_detail("another call started at its position"), out)
-            n = 1
-            while op.key + (n,) in self._calls:
+            n = self._reused.get(op.key, 1)
+            while op.key + (n,) in self._calls:  # a key the adapter gave another call: skip it
                 n += 1
+            self._reused[op.key] = n + 1
             key = self._alias[op.key] = op.key + (n,)
         call = CallRecord(key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
         if op.whole_arguments:
@@ -218,7 +231,7 @@ class Assembler:
             self._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)
         elif call.bytes > self.config.max_tool_argument_bytes:
             self._overflow(call, out)
-        elif call.call_id in self._committed_ids and call.executor == "client":
+        elif call.call_id in self._run_ids and call.executor == "client":
             self._refuse_reused_id(call, out)
 
     def _identity(self, op: CallIdentity, out: list[AssemblyEvent]) -> None:
@@ -243,7 +256,7 @@ class Assembler:
                 self._quirk("name_conflict", out)
         if changed:
             self._emit(out, "identity", call)
-            if call.call_id in self._committed_ids and call.executor == "client" and not call.machine.state.terminal:
+            if call.call_id in self._run_ids and call.executor == "client" and not call.machine.state.terminal:
                 self._refuse_reused_id(call, out)
 
     def _fragment(self, op: ArgsFragment, out: list[AssemblyEvent]) -> None:
@@ -287,15 +300,10 @@ class Assembler:
     def _finish_complete(self, detail: str | None, out: list[AssemblyEvent]) -> None:
         self._ended_at = self._clock()
         calls = self._ordered()
-        shared: set[str] = set()  # a tool_call_id carried by more than one client call
-        if len(calls) > 1:
-            seen: set[str] = set()
-            for call in calls:
-                if call.call_id and call.executor == "client":
-                    (shared if call.call_id in seen else seen).add(call.call_id)
+        shared = shared_ids(calls)  # a tool_call_id carried by more than one client call
         for call in calls:
             if shared and call.call_id in shared and not call.machine.state.terminal:
-                if call.call_id in self._committed_ids:
+                if call.call_id in self._run_ids:
                     self._refuse_reused_id(call, out)
                 else:  # One tool_call_id for two calls: running either could run the tool twice.
                     self._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
@@ -310,15 +318,10 @@ class Assembler:
             missing = " and ".join(n for n, v in (("call_id", call.call_id), ("name", call.name)) if not v)
             self._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(f"no {missing}"), out)
             return
-        if call.executor == "client" and call.call_id in self._committed_ids:
+        if call.executor == "client" and call.call_id in self._run_ids:
             self._refuse_reused_id(call, out)
             return
-        assert call.buffer is not None
-        if call.fragments:
-            text = call.buffer.decode("utf-8", "surrogatepass")  # the one join
-        else:
-            text = call.whole_arguments or ""
-        call.buffer = None
+        text = call.take_text()
         registry = self.registry if call.executor == "client" else None
         if call.not_strict is not None:
             verdict = Verdict(None, Reason.INVALID_JSON.with_detail(call.not_strict))
@@ -350,6 +353,7 @@ class Assembler:
         self._move(call, CallInput.COMMIT, out)
         if call.executor == "client":
             self._committed_ids.add(call.call_id)
+            self._run_ids.add(call.call_id)  # the same set when the stream stands alone
         if self.metrics is not None and self._ended_at is not None:
             self.metrics.call_committed(self.dialect, call.name, self._clock() - self._ended_at)
 
@@ -399,6 +403,8 @@ class Assembler:
             self._emit(out, "state", call)
 
     def _set_end(self, end: StreamEndKind, detail: str | None, out: list[AssemblyEvent]) -> None:
+        if len(self._calls) > 1:
+            keep_one_record_per_id(self._calls.values(), by_key=self.config.finalize_order != "arrival")
         self._end, self._end_detail = end, detail
         self._emit(out, "stream_end", end=end, detail=detail)
 

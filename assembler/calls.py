@@ -7,6 +7,7 @@ diagnosis can name the fragment where the text broke without keeping the fragmen
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,7 +87,7 @@ class CallRecord:
     arguments: Any = None
     transitions: list[Transition] = field(default_factory=list)
     last_activity: float = 0.0  # seconds since stream start: call start or last fragment
-    repaired: bool = False  # dropped from history by drop_with_protocol_repair
+    repaired: bool = False  # dropped from history (drop_with_protocol_repair, or a repeated tool_call_id)
     not_strict: str | None = None  # an event that carried its arguments was not strict JSON
 
     def view(self) -> CallView:
@@ -119,6 +120,14 @@ class CallRecord:
             repaired=self.repaired,
             diagnosis=self.diagnosis,
         )
+
+    def take_text(self) -> str:
+        """The call's whole argument text, joined once (streamed fragments, else the text
+        that came whole with the start, else ""); the buffer is released."""
+        assert self.buffer is not None
+        text = self.buffer.decode("utf-8", "surrogatepass") if self.fragments else self.whole_arguments or ""
+        self.buffer = None
+        return text
 
     def invalid_json_diagnosis(self, text: str, reason: str) -> dict[str, Any] | None:
         """Where the joined ``text`` stopped being JSON: the fragment, byte and expected token
@@ -158,3 +167,39 @@ def owed_results(calls: list[CallOutcome], committed_ids: set[str]) -> list[Tool
             answered.add(c.call_id)
         results.append(ToolResult(c.call_id, True, c.reason or c.state.value))
     return results
+
+
+def shared_ids(records: list[CallRecord]) -> set[str]:
+    """The tool_call_ids that more than one client call of ``records`` carries."""
+    shared: set[str] = set()
+    if len(records) > 1:
+        seen: set[str] = set()
+        for call in records:
+            if call.call_id and call.executor == "client":
+                (shared if call.call_id in seen else seen).add(call.call_id)
+    return shared
+
+
+def keep_one_record_per_id(records: Iterable[CallRecord], *, by_key: bool) -> None:
+    """The finalized message holds each tool_call_id once, with one result.
+
+    Where several client calls (``records``, in arrival order) carried one id, the record
+    kept is the committed one if any, else the first in finalize order (the lowest key
+    when ``by_key``, else the first to arrive); every other record becomes a protocol
+    repair (``repaired``: dropped from the finalized message, owing no result). The id is
+    answered once: by the committed call's execution, or by the kept record's error
+    result. O(n): one dict lookup per record.
+    """
+    kept: dict[str, CallRecord] = {}
+    for call in records:
+        if call.executor != "client" or call.call_id is None or call.repaired:
+            continue
+        first = kept.get(call.call_id)
+        if first is None:
+            kept[call.call_id] = call
+            continue
+        committed, first_committed = call.machine.state is CallState.COMMITTED, first.machine.state is CallState.COMMITTED
+        if (committed and not first_committed) or (committed == first_committed and by_key and call.key < first.key):
+            first.repaired, kept[call.call_id] = True, call
+        else:
+            call.repaired = True

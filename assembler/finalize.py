@@ -15,7 +15,7 @@ from typing import Any
 
 from .jsontext import text_depth
 from .model import Reason
-from .registry import ToolRegistry
+from .registry import SchemaUnusable, ToolRegistry
 
 
 class StrictJSONError(ValueError):
@@ -132,6 +132,10 @@ def check_arguments(
 ) -> Verdict:
     """Apply latch conditions 2-4 (registry, strict JSON, object, schema) to joined text.
 
+    Never raises for a schema it cannot apply: the call fails ``schema_invalid`` naming
+    why (a ``$ref`` that does not resolve; any other fault of the schema check by its
+    exception's type only), so one tool's schema cannot stop the other calls' verdicts.
+
     Empty text means "no arguments" and finalizes as ``{}``. Text nested deeper than
     ``max_depth`` levels of arrays and objects fails ``arguments_too_deep`` before it is
     parsed (:func:`~assembler.jsontext.text_depth`). Reasons never quote the argument text
@@ -155,6 +159,11 @@ def check_arguments(
             issues = registry.validate(name, value)
         except RecursionError:
             return Verdict(None, Reason.SCHEMA_INVALID.with_detail("arguments nested too deep for the schema check"))
+        except SchemaUnusable as exc:
+            return Verdict(None, Reason.SCHEMA_INVALID.with_detail(f"the tool's JSON Schema cannot be applied: {exc.problem}"))
+        except Exception as exc:  # noqa: BLE001 - the latch fails closed: the call fails, never the stream
+            # The validator's own text could quote the schema or the arguments: only its type.
+            return Verdict(None, Reason.SCHEMA_INVALID.with_detail(f"the schema check failed ({type(exc).__name__})"))
         if issues:
             first = issues[0]
             detail = f"{first.pointer}: {first.message}" if reveal else f"{first.pointer}: {first.keyword} {first.expected}"

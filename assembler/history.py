@@ -3,8 +3,11 @@
 What is stored for the next turn is never the delta list: it is one assistant message
 with every client tool call that was finalized, and exactly one result per call. Calls
 that did not commit carry an error result (``is_error``); calls removed by
-``drop_with_protocol_repair`` appear in neither. Failed calls are listed with empty
-arguments (``{}``): their text was not valid, and is never repeated.
+``drop_with_protocol_repair`` appear in neither. Where two calls carried one
+``tool_call_id``, the message lists that id once: the assembler keeps one record (the
+committed one, else the first) and marks the others ``repaired``, so they appear in
+neither either. Failed calls are listed with empty arguments (``{}``): their text was
+not valid, and is never repeated.
 
 Provider documents: OpenAI Chat "function calling" (assistant ``tool_calls`` + ``tool``
 messages); Anthropic "tool use" (``tool_use`` blocks + a user message of ``tool_result``

@@ -46,7 +46,7 @@ def assemble_path(
             own = registry
             if own is None and entry.tools is not None:
                 try:
-                    own = ToolRegistry.from_tools(entry.tools)
+                    own = ToolRegistry.from_tools(entry.tools).ensure_usable()
                 except RegistryError as exc:
                     raise CaptureError(f"{entry.name}: request tools: {exc}") from None
             pipeline = Pipeline(dialect, config=config, registry=own, reveal=reveal, name=entry.name, emit_events=False)

@@ -139,6 +139,20 @@ class BlockStop:
 
 
 @dataclass(frozen=True, slots=True)
+class CallTruncated:
+    """The provider cut the one call at ``key`` short while the stream goes on.
+
+    For dialects whose adapter builds the argument text itself (Gemini ``partialArgs``):
+    a call whose last part promised more (``willContinue``) and that another call then
+    ended. Its text so far would still parse, so it never reaches the latch: the call
+    fails ``stream_truncated`` with ``detail`` at once, and owes an error result.
+    """
+
+    key: CallKey
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
 class StreamEnd:
     """The provider's *normal* end (``[DONE]``, ``finish_reason``, ``message_stop``)."""
 
@@ -180,6 +194,7 @@ Op: TypeAlias = (
     | ArgsFragment
     | ArgsNotStrict
     | BlockStop
+    | CallTruncated
     | StreamEnd
     | StreamTruncated
     | StreamError
@@ -245,8 +260,9 @@ class CallOutcome:
     executor: Executor
     arguments: Any = None
     transitions: list[Transition] = field(default_factory=list)
-    #: True when ``drop_with_protocol_repair`` removed this failed call from the finalized
-    #: assistant message: it owes no result.
+    #: True when this call was removed from the finalized assistant message, which then
+    #: owes it no result: a failed call under ``drop_with_protocol_repair``, or a call that
+    #: carried a tool_call_id another record of the stream keeps (one id, one entry).
     repaired: bool = False
     #: Why a FAILED call failed, precisely, without quoting argument text: for
     #: ``invalid_json`` ``{"kind": "invalid", "fragment_index", "byte_offset", "expected"}``

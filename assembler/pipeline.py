@@ -68,6 +68,9 @@ class Pipeline:
         self._dialect: str | None = None
         self._pending: list[ProviderEvent] = []
         self._streams: list[Assembler] = []
+        # tool_call_ids committed in any stream of this input: a message restarted in the
+        # same input cannot commit (and run) one id a second time
+        self._committed_ids: set[str] = set()
         self._closed = False
         if dialect is not None:
             self._use(dialect)
@@ -84,6 +87,12 @@ class Pipeline:
     @property
     def streams(self) -> list[Assembler]:
         return list(self._streams)
+
+    @property
+    def committed_ids(self) -> frozenset[str]:
+        """The tool_call_ids of the client calls committed in any stream of this input;
+        each commits at most once across the streams."""
+        return frozenset(self._committed_ids)
 
     def feed(self, event: ProviderEvent) -> list[AssemblyEvent]:
         """Apply one provider event; return the assembly events it caused."""
@@ -128,20 +137,18 @@ class Pipeline:
         out: list[AssemblyEvent] = []
         if not current.ended:  # an adapter's own end-of-input verdict, unless the stream already ended
             out.extend(self._apply_all(self._adapter.close()))
-            current = self._current()
-        if not current.ended:
-            out.extend(current.apply(StreamTruncated("input ended")))
+        out.extend(self._end_every_stream(StreamTruncated("input ended")))
         self._closed = True
         return out
 
     def cancel(self, detail: str = "user stop") -> list[AssemblyEvent]:
-        """User stop: open calls of the current stream become CANCELLED."""
+        """User stop: the open calls of every stream not yet ended become CANCELLED."""
         if self._closed:
             return []
         self._closed = True
         if self._adapter is None and not self._streams:
             return []
-        return self._current().apply(Cancel(detail))
+        return self._end_every_stream(Cancel(detail))  # a known dialect always has a stream
 
     def check_idle(self) -> list[AssemblyEvent]:
         """Apply the idle timeout to the current stream (see :meth:`Assembler.check_idle`)."""
@@ -195,9 +202,25 @@ class Pipeline:
         out: list[AssemblyEvent] = []
         for op in ops:
             if type(op) is StreamStart and self._streams and self._streams[-1].began:
+                previous = self._streams[-1]
+                if not previous.ended:
+                    # A stream begun without its own start event (a call before
+                    # message_start, an item before response.created): the adapter saw no
+                    # start, so it sent no truncation; the stream still ends, every call
+                    # in it gets its verdict.
+                    out += previous.apply(StreamTruncated("a new stream started before this one ended"))
                 self._new_stream()
             current = self._streams[-1] if self._streams else self._current()
             out += current.apply(op)
+        return out
+
+    def _end_every_stream(self, op: StreamTruncated | Cancel) -> list[AssemblyEvent]:
+        """Apply ``op`` to every stream that has not ended, oldest first: no call is left
+        without a verdict, whichever stream it arrived in."""
+        out: list[AssemblyEvent] = []
+        for stream in self._streams:
+            if not stream.ended:
+                out += stream.apply(op)
         return out
 
     def _current(self) -> Assembler:
@@ -219,6 +242,7 @@ class Pipeline:
                 metrics=self.metrics,
                 progress_events=self.progress_events,
                 emit_events=self.emit_events,
+                committed_ids=self._committed_ids,
             )
         )
 

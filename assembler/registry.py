@@ -13,14 +13,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import referencing
+import referencing.exceptions
+import referencing.jsonschema
 from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
+from jsonschema_specifications import REGISTRY as META_SCHEMAS
 
 from .untrusted import parse_json
+
+#: Where a schema's ``$ref`` may lead: the schema itself and the JSON Schema meta-schemas
+#: (which jsonschema adds). Nothing is ever fetched: a remote ``$ref`` does not resolve.
+_NO_RETRIEVAL: referencing.Registry[Any] = referencing.Registry()
 
 
 class RegistryError(ValueError):
     """A tools file or array cannot be used; the message says which entry and why."""
+
+
+class SchemaUnusable(ValueError):
+    """A registered tool's schema cannot be applied to arguments: a ``$ref`` that does not
+    resolve. ``problem`` says where (the ``$ref``'s JSON Pointer when it was found as the
+    registry was built); neither it nor the message quotes a schema or argument value."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"tool {name!r}: invalid JSON Schema: {problem}")
+        self.problem = problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +83,80 @@ def _schema_fault(exc: js_exceptions.SchemaError) -> str:
     return f"{pointer} breaks the meta-schema's {exc.validator!r} rule"
 
 
+def _pointers(schema: Any) -> dict[int, str]:
+    """JSON Pointer of every object and array in ``schema``, by ``id()``."""
+    found: dict[int, str] = {}
+    stack: list[tuple[Any, str]] = [(schema, "")]
+    while stack:
+        node, pointer = stack.pop()
+        if isinstance(node, dict):
+            found.setdefault(id(node), pointer)
+            stack.extend((v, f"{pointer}/{str(k).replace('~', '~0').replace('/', '~1')}") for k, v in node.items())
+        elif isinstance(node, list):
+            found.setdefault(id(node), pointer)
+            stack.extend((v, f"{pointer}/{i}") for i, v in enumerate(node))
+    return found
+
+
+def _unresolved_ref(cls: Any, schema: dict[str, Any]) -> str | None:
+    """Where ``schema`` has a ``$ref`` that does not lead to a schema, as a sentence naming
+    the JSON Pointer of that ``$ref`` (never the reference's text); None when every
+    ``$ref`` that can be followed without an instance does.
+
+    Follows the subschemas the schema's draft defines, with the base URI each ``$id``
+    sets, as the validator does; ``$dynamicRef`` and ``$recursiveRef`` depend on the
+    instance and are left to validation time, as is a schema of a shape this walk does
+    not expect.
+    """
+    try:
+        return _walk_refs(cls, schema)
+    except (TypeError, AttributeError, ValueError):
+        return None
+
+
+def _walk_refs(cls: Any, schema: dict[str, Any]) -> str | None:
+    spec = referencing.jsonschema.specification_with(cls.META_SCHEMA.get("$schema", ""), default=referencing.Specification.OPAQUE)
+    where = _pointers(schema)
+    root = META_SCHEMAS.resolver_with_root(spec.create_resource(schema))
+    stack: list[tuple[Any, Any]] = [(schema, root)]
+    seen: set[int] = set()
+    while stack:
+        node, resolver = stack.pop()
+        if not isinstance(node, dict) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        resolver = resolver.in_subresource(spec.create_resource(node))
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            at = where.get(id(node), "") + "/$ref"
+            try:
+                resolved = resolver.lookup(ref)
+            except referencing.exceptions.Unresolvable:
+                return f"$ref at {at} does not resolve (only references within the schema are followed)"
+            if not isinstance(resolved.contents, (dict, bool)):
+                return f"$ref at {at} does not point to a schema"
+            if id(resolved.contents) in where:  # within this schema: its own $refs are followed too
+                stack.append((resolved.contents, resolved.resolver))
+        stack.extend((sub, resolver) for sub in spec.subresources_of(node))
+    return None
+
+
 class ToolRegistry:
-    """Registered tool names, each with an optional compiled JSON Schema validator."""
+    """Registered tool names, each with an optional compiled JSON Schema validator.
+
+    Raises :class:`RegistryError` naming the tool for a schema that breaks its
+    meta-schema or is nested too deep to check. A ``$ref`` is never fetched from the
+    network. A schema holding a ``$ref`` that does not resolve within it is kept but
+    listed in :attr:`unusable`: every call of that tool fails ``schema_invalid`` naming
+    the ``$ref``'s place, while the other tools are judged as usual. Loading a tools file
+    (:meth:`load`) or :meth:`ensure_usable` refuses such a schema instead.
+    """
 
     def __init__(self, schemas: dict[str, dict[str, Any] | None]) -> None:
         self._validators: dict[str, Any] = {}
         self._declared: dict[str, frozenset[str]] = {name: _property_names(s) for name, s in schemas.items() if s}
+        #: tool name -> why its schema cannot be applied (a ``$ref`` that does not resolve)
+        self.unusable: dict[str, str] = {}
         for name, schema in schemas.items():
             if schema is None:
                 self._validators[name] = None
@@ -78,11 +164,21 @@ class ToolRegistry:
             cls = validators.validator_for(schema)
             try:
                 cls.check_schema(schema)
+                unresolved = _unresolved_ref(cls, schema)
             except js_exceptions.SchemaError as exc:
                 raise RegistryError(f"tool {name!r}: invalid JSON Schema: {_schema_fault(exc)}") from None
             except RecursionError:  # the meta-schema check recurses several frames per level
                 raise RegistryError(f"tool {name!r}: JSON Schema nested too deep to check") from None
-            self._validators[name] = cls(schema)
+            if unresolved is not None:
+                self.unusable[name] = unresolved
+            self._validators[name] = cls(schema, registry=_NO_RETRIEVAL)
+
+    def ensure_usable(self) -> "ToolRegistry":
+        """This registry, or :class:`RegistryError` naming the first tool in :attr:`unusable`
+        and the JSON Pointer of its ``$ref`` (never a schema value)."""
+        for name, problem in self.unusable.items():
+            raise RegistryError(f"tool {name!r}: invalid JSON Schema: {problem}")
+        return self
 
     @classmethod
     def from_tools(cls, tools: Any) -> "ToolRegistry":
@@ -117,7 +213,7 @@ class ToolRegistry:
         if problem is not None:
             raise RegistryError(f"{path}: cannot read tools: the file is {problem}")
         try:
-            return cls.from_tools(doc)
+            return cls.from_tools(doc).ensure_usable()
         except RegistryError as exc:
             raise RegistryError(f"{path}: {exc}") from None
 
@@ -129,13 +225,24 @@ class ToolRegistry:
         return name in self._validators
 
     def validate(self, name: str, arguments: Any) -> list[SchemaIssue]:
-        """All schema errors of ``arguments`` for tool ``name`` (empty when valid or no schema)."""
+        """All schema errors of ``arguments`` for tool ``name`` (empty when valid or no schema).
+
+        Raises :class:`SchemaUnusable` when the schema cannot be applied (a ``$ref`` met
+        while validating does not resolve), and RecursionError for arguments nested deeper
+        than a recursive schema check can go.
+        """
         validator = self._validators.get(name)
         if validator is None:
             return []
+        if name in self.unusable:
+            raise SchemaUnusable(name, self.unusable[name])
         declared = self._declared.get(name, frozenset())
         issues = []
-        for err in sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path]):
+        try:
+            errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
+        except referencing.exceptions.Unresolvable:  # jsonschema's wrapper of it too; its text quotes the $ref
+            raise SchemaUnusable(name, "a $ref met while validating does not resolve") from None
+        for err in errors:
             # A key the schema does not name is argument text: shown as "*", never quoted.
             segments = (str(p) if isinstance(p, int) or p in declared else "*" for p in err.absolute_path)
             pointer = "".join("/" + s.replace("~", "~0").replace("/", "~1") for s in segments)

@@ -337,8 +337,9 @@ def test_gemini_part_with_another_call_id_is_not_merged_into_the_open_call() -> 
     ]
     result = assemble(sse(*events, typed=False))
     assert all(c.arguments != {"cmd": "ls", "extra": "rm -rf /"} for c in result.calls)
-    assert [(c.call_id, c.state) for c in result.calls] == [("X", CallState.COMMITTED), ("Y", CallState.FAILED)]
-    assert result.calls[0].arguments == {"cmd": "ls"}
+    # X promised more (willContinue) and was cut by Y: what it had never commits
+    assert [(c.call_id, c.state) for c in result.calls] == [("X", CallState.FAILED), ("Y", CallState.FAILED)]
+    assert result.calls[0].reason == "stream_truncated: another functionCall began before this call's last part"
     assert answered(result) == ["X", "Y"]
 
 
@@ -349,8 +350,8 @@ def test_gemini_nameless_part_with_whole_args_is_its_own_call() -> None:
         _g([{"functionCall": {}}], "STOP"),
     ]
     result = assemble(sse(*events, typed=False))
-    assert [(c.call_id, c.state) for c in result.calls] == [("X", CallState.COMMITTED), ("Y", CallState.FAILED)]
-    assert result.calls[0].arguments == {}
+    assert [(c.call_id, c.state) for c in result.calls] == [("X", CallState.FAILED), ("Y", CallState.FAILED)]
+    assert result.calls[0].reason.startswith("stream_truncated")  # cut by Y before its last part
     assert result.calls[1].reason == "missing_id_or_name: no name"
 
 

@@ -331,3 +331,41 @@ def test_whole_args_nested_as_deep_as_the_decoder_allows_get_a_verdict() -> None
     (call,) = result.calls
     assert result.end == "complete" and call.state in (CallState.COMMITTED, CallState.FAILED)
     assert (call.reason or "") == "arguments_too_deep: nested 901 levels deep; the limit is 64"
+
+
+# ------------------------------------------------------------------ a streamed call cut by another call
+
+
+def _run_with(chunks: list[dict[str, Any]], config: AssembleConfig) -> StreamResult:
+    pipeline = Pipeline("gemini", config=config)
+    for i, data in enumerate(chunks, 1):
+        pipeline.feed(ProviderEvent(None, data, i, 0))
+    pipeline.close()
+    (result,) = pipeline.results()
+    return result
+
+
+@pytest.mark.parametrize("pipelined", [False, True], ids=["at-stream-end", "pipelined"])
+def test_a_call_cut_by_a_new_call_in_the_same_chunk_never_commits(pipelined: bool) -> None:
+    config = AssembleConfig(execute_before_stream_end=pipelined, allow_pipelined_execute=("run", "other") if pipelined else ())
+    chunks = [
+        chunk(fc(name="run", id="g1", willContinue=True)),
+        # a number value is whole, and {"n": 1} parses: only willContinue says more was coming
+        chunk(fc(partialArgs=[pa("$.n", numberValue=1)], willContinue=True), fc(name="other", id="g2", args={"x": 1})),
+        STOP,
+    ]
+    result = _run_with(chunks, config)
+    assert [(c.call_id, c.state) for c in result.calls] == [("g1", CallState.FAILED), ("g2", CallState.COMMITTED)]
+    cut = result.calls[0]
+    assert cut.arguments is None and cut.reason is not None and cut.reason.startswith("stream_truncated")
+    assert cut.diagnosis is not None and cut.diagnosis["kind"] == "cut_off"
+    assert [r.tool_call_id for r in result.results] == ["g1"]
+    assert result.end == "complete" and result.quirks["function_call_before_terminator"] == 1
+
+
+def test_the_adapter_sends_no_text_for_a_cut_call() -> None:
+    adapter = GeminiAdapter()
+    adapter.feed(ProviderEvent(None, chunk(fc(name="run", id="g1", willContinue=True)), 1, 0))
+    adapter.feed(ProviderEvent(None, chunk(fc(partialArgs=[pa("$.cmd", stringValue="rm -rf /tmp/b", willContinue=True)], willContinue=True)), 2, 0))
+    ops = adapter.feed(ProviderEvent(None, chunk(fc(name="other", id="g2")), 3, 0))
+    assert not any(isinstance(op, (ArgsFragment, BlockStop)) and op.key == (0, 0) for op in ops)

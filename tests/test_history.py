@@ -78,3 +78,77 @@ def test_committed_call_type_is_what_history_is_built_from() -> None:
     call = CommittedCall(result.calls[0].key, "t1", "f", {"q": "x"})
     history = build_history(result, {"t1": ToolResult(call.call_id, False, "done")})
     assert history[1]["content"][0]["content"] == "done"
+
+
+# ------------------------------------------------------------------ two calls that carry one tool_call_id
+
+
+def _chat_same_id(arguments: list[str], *, end: bool = True) -> bytes:
+    """OpenAI chat: one call per entry of ``arguments``, all with the id ``call_X``."""
+    entries = [{"index": i, "id": "call_X", "type": "function", "function": {"name": "pay", "arguments": a}} for i, a in enumerate(arguments)]
+    docs: list[dict[str, object]] = [{"choices": [{"index": 0, "delta": {"tool_calls": entries}}]}]
+    if end:
+        docs.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return ("".join(f"data: {json.dumps(d)}\n\n" for d in docs) + ("data: [DONE]\n\n" if end else "")).encode()
+
+
+def _one_id_one_answer(result: StreamResult) -> None:
+    history = build_history(result, run_committed(result))
+    assert check_protocol(history) == []
+    kept = [c for c in result.calls if not c.repaired]
+    assert len(kept) == 1 and all(c.repaired for c in result.calls if c is not kept[0])
+    answers = (kept[0].state is CallState.COMMITTED) + sum(r.tool_call_id == "call_X" for r in result.results)
+    assert answers == 1
+
+
+@pytest.mark.parametrize(
+    ("data", "config", "end"),
+    [
+        (_chat_same_id(['{"amount": 1}', '{"amount": 2}']), AssembleConfig(), "complete"),
+        (_chat_same_id(['{"amount": 1}', '{"amount": 2}'], end=False), AssembleConfig(), "truncated"),
+        (_chat_same_id(['{"amount": 1}', '{"amount": 2}']), AssembleConfig(max_tool_argument_bytes=4), "complete"),
+        (_chat_same_id(['{"amount": 1}', "{"]), AssembleConfig(), "complete"),
+        (_chat_same_id(["{", '{"amount": 2}', "{"]), AssembleConfig(on_invalid_json="drop_with_protocol_repair"), "complete"),
+    ],
+    ids=["both-latched", "truncated", "both-overflowed", "one-invalid", "drop-repair"],
+)
+def test_two_calls_with_one_id_leave_one_entry_and_one_answer(data: bytes, config: AssembleConfig, end: str) -> None:
+    (result,) = assemble_bytes(data, config=config)
+    assert result.end == end
+    assert all(c.state is not CallState.COMMITTED for c in result.calls)
+    _one_id_one_answer(result)
+
+
+def test_two_calls_with_one_id_cancelled_leave_one_entry_and_one_answer() -> None:
+    from assembler import Pipeline, read_capture
+
+    pipeline = Pipeline()
+    for event in read_capture(_chat_same_id(['{"amount": 1', '{"amount": 2'], end=False)):
+        pipeline.feed(event)
+    pipeline.cancel()
+    (result,) = pipeline.results()
+    assert result.end == "cancelled"
+    _one_id_one_answer(result)
+
+
+def test_the_committed_record_of_an_id_is_the_one_kept() -> None:
+    """Pipelined: the first call_X fails (too long), the second commits at its block stop."""
+    events = [
+        {"type": "message_start", "message": {"id": "m", "content": []}},
+        *(
+            ev
+            for i, args in enumerate(['{"amount": 100000}', '{"a": 1}'])
+            for ev in (
+                {"type": "content_block_start", "index": i, "content_block": {"type": "tool_use", "id": "call_X", "name": "pay", "input": {}}},
+                {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": args}},
+                {"type": "content_block_stop", "index": i},
+            )
+        ),
+        {"type": "message_stop"},
+    ]
+    data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+    config = AssembleConfig(execute_before_stream_end=True, allow_pipelined_execute=("pay",), max_tool_argument_bytes=12)
+    (result,) = assemble_bytes(data, config=config)
+    assert [(c.state, c.repaired) for c in result.calls] == [(CallState.FAILED, True), (CallState.COMMITTED, False)]
+    assert result.results == []
+    _one_id_one_answer(result)

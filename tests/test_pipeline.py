@@ -288,3 +288,66 @@ def test_input_cut_before_any_event_names_where() -> None:
     with pytest.raises(CaptureError, match=r"cut.jsonl:1 \(byte 0\): the input ends inside this event"):
         for event in read_capture(b'{"choices": [{"delta"', "cut.jsonl"):
             pipeline.feed(event)
+
+
+# ------------------------------------------------------------------ every stream ends, one id commits once
+
+
+def _feed_anthropic(events: list[dict[str, Any]], pipeline: Pipeline) -> list[Any]:
+    out: list[Any] = []
+    for data in events:
+        out += pipeline.feed(ProviderEvent(data["type"], data, 1, 0))
+    return out
+
+
+def test_a_stream_begun_before_its_start_event_ends_before_the_next_one_starts() -> None:
+    early = anthropic_tool_block(0, "toolu_a", "f", ['{"n":1}'])[:2]  # no content_block_stop
+    events = [*early, anthropic_message_start("msg_1"), *anthropic_tool_block(0, "toolu_b", "g", ["{}"]), *anthropic_end()]
+    pipeline = Pipeline()
+    out = _feed_anthropic(events, pipeline) + pipeline.close()
+    first, second = pipeline.results()
+    assert (first.end, first.end_detail) == ("truncated", "a new stream started before this one ended")
+    assert [(c.call_id, c.state) for c in first.calls] == [("toolu_a", CallState.FAILED)]
+    assert [r.tool_call_id for r in first.results] == ["toolu_a"]
+    assert second.end == "complete" and [c.state for c in second.calls] == [CallState.COMMITTED]
+    # the first stream's end is reported before the second stream starts
+    ends = [(e.kind, e.stream) for e in out if e.kind in ("stream_start", "stream_end")]
+    assert ends == [("stream_start", 0), ("stream_end", 0), ("stream_start", 1), ("stream_end", 1)]
+
+
+def test_a_user_stop_after_a_restarted_message_answers_every_stream() -> None:
+    events = [anthropic_message_start("msg_1"), *anthropic_tool_block(0, "toolu_a", "f", ['{"n":'])[:3]]
+    events += [anthropic_message_start("msg_2"), *anthropic_tool_block(0, "toolu_b", "g", ['{"m":'])[:3]]
+    pipeline = Pipeline()
+    _feed_anthropic(events, pipeline)
+    pipeline.cancel()
+    results = pipeline.results()
+    assert [r.end for r in results] == ["truncated", "cancelled"]
+    assert [[c.state for c in r.calls] for r in results] == [[CallState.FAILED], [CallState.CANCELLED]]
+    assert [[x.tool_call_id for x in r.results] for r in results] == [["toolu_a"], ["toolu_b"]]
+
+
+def test_one_tool_call_id_commits_once_across_complete_messages_of_one_input() -> None:
+    message = [*anthropic_tool_block(0, "toolu_a", "f", ['{"n":1}']), *anthropic_end()]
+    events = [anthropic_message_start("msg_1"), *message, anthropic_message_start("msg_2"), *message]
+    pipeline = Pipeline()
+    _feed_anthropic(events, pipeline)
+    pipeline.close()
+    first, second = pipeline.results()
+    assert [c.state for c in first.calls] == [CallState.COMMITTED]
+    (again,) = second.calls
+    assert again.state is CallState.FAILED and again.reason == "stream_error: call id already used by a committed call"
+    assert again.repaired and second.results == []  # answered by the committed call; dropped from history
+    assert pipeline.committed_ids == {"toolu_a"}
+
+
+def test_committed_ids_belong_to_one_input_even_when_pipelines_share_a_budget() -> None:
+    first = Pipeline()
+    second = Pipeline(budget=first.budget)  # two turns of one run: commits are counted together
+    for pipeline in (first, second):
+        for event in read_capture(OPENAI):
+            pipeline.feed(event)
+        pipeline.close()
+    assert [c.state for c in first.results()[0].calls] == [CallState.COMMITTED, CallState.COMMITTED]
+    assert [c.state for c in second.results()[0].calls] == [CallState.COMMITTED, CallState.COMMITTED]
+    assert first.budget.committed == 4 and second.committed_ids == {"call_1", "call_2"}

@@ -71,14 +71,6 @@ _COHERE_CALL_BEFORE_MESSAGE_START = sse(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/pipeline.py Pipeline._apply_all starts a new Assembler on StreamStart when the "
-    "current one has begun, without ending it; the adapters only emit StreamTruncated when their own start "
-    "event was seen (anthropic._message_start, openai_responses._response_created, bedrock, cohere), and "
-    "Pipeline.close()/cancel() only close the last stream: a call that arrived before the start event stays "
-    "OPEN for ever, with no verdict and no result",
-)
 @pytest.mark.parametrize(
     "data",
     [_ANTHROPIC_CALL_BEFORE_MESSAGE_START, _RESPONSES_ITEM_BEFORE_CREATED, _BEDROCK_BLOCK_BEFORE_MESSAGE_START, _COHERE_CALL_BEFORE_MESSAGE_START],
@@ -90,11 +82,6 @@ def test_a_call_before_the_stream_start_event_still_gets_its_verdict(data: bytes
     answered_once(results, "t1")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/pipeline.py Pipeline.cancel applies Cancel to the last stream only; a call left "
-    "open in an earlier stream (begun before its start event) is never cancelled and owes no result",
-)
 def test_a_user_stop_answers_a_call_left_in_an_earlier_stream() -> None:
     pipeline = Pipeline()
     for event in read_capture(_ANTHROPIC_CALL_BEFORE_MESSAGE_START.rsplit(b"event: message_stop", 1)[0]):
@@ -122,13 +109,6 @@ def _gemini(chunks: list[dict[str, Any]]) -> StreamResult:
     return result
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/dialects/gemini.py GeminiAdapter._function_call closes a streamed call whose last "
-    "part said willContinue: true when another functionCall part arrives (quirk function_call_before_terminator) "
-    "and sends the object built so far as complete text: a string value cut mid-stream parses, so the call "
-    "COMMITS with truncated arguments (half-packet execution); the MAX_TOKENS path refuses the same case",
-)
 def test_a_streamed_call_cut_off_by_the_next_call_never_commits() -> None:
     result = _gemini(
         [
@@ -144,13 +124,6 @@ def test_a_streamed_call_cut_off_by_the_next_call_never_commits() -> None:
     assert [r.tool_call_id for r in result.results] == ["g1"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/dialects/gemini.py GeminiAdapter._function_call: for args that are not an object "
-    "(quirk args_not_object) it sends their JSON text and then sets args = {}, so the strict re-check of the "
-    "chunk (_Strictness.check, run only 'if args or partialArgs') is skipped; with arguments_must_be_object: "
-    "false a duplicate key hidden by the chunk's lenient parse commits",
-)
 def test_gemini_args_that_are_not_an_object_are_still_held_to_strict_json() -> None:
     from assembler import AssembleConfig
 
@@ -195,13 +168,6 @@ _SHARED_ID = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/history.py build_history lists every finalized client call, so two calls that carried "
-    "one tool_call_id (both FAILED 'call id used by more than one call', one error result owed by "
-    "calls.owed_results) appear twice in the assistant message and each is paired with that one result: the "
-    "next turn has the id twice and two results for it (check_protocol reports both)",
-)
 @pytest.mark.parametrize("dialect", list(_SHARED_ID))
 def test_the_next_turn_is_protocol_valid_when_two_calls_share_an_id(dialect: str) -> None:
     from assembler.history import build_history, check_protocol
@@ -215,13 +181,6 @@ def test_the_next_turn_is_protocol_valid_when_two_calls_share_an_id(dialect: str
 # ------------------------------------------------------------------ one tool_call_id across the streams of one input
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/assembler.py keeps the tool_call_ids of committed calls per Assembler (_committed_ids), "
-    "so with pipelined commit a message restarted in the same input (a second message_start before "
-    "message_stop) commits the same tool_call_id again in the next stream: the tool runs twice; the Pipeline "
-    "already shares the RunBudget across its streams, but not the committed ids",
-)
 def test_a_pipelined_call_id_commits_once_across_the_streams_of_one_input() -> None:
     from assembler import AssembleConfig
 
@@ -243,13 +202,6 @@ def test_a_pipelined_call_id_commits_once_across_the_streams_of_one_input() -> N
 # ------------------------------------------------------------------ a schema the validator cannot resolve
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/finalize.py check_arguments calls ToolRegistry.validate, which lets jsonschema's "
-    "_WrappedReferencingError (a $ref the schema does not resolve, e.g. '#/definitions/missing') escape: "
-    "Assembler.apply raises in the middle of the stream end, the CLI prints a traceback, a dashboard session "
-    "goes to ERROR, and the calls not yet latched never get a verdict or a result",
-)
 def test_an_unresolvable_schema_ref_fails_the_call_not_the_stream() -> None:
     from assembler import ToolRegistry
 

@@ -105,11 +105,6 @@ def _adapter_seconds(n: int) -> float:
     return _fastest(feed)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: assembler/dialects/openai_chat.py OpenAIChatAdapter._entry tests 'key not in state.keys', a "
-    "list that holds every call of the choice: a stream of n calls costs O(n^2) in the adapter (8,000 calls ~2 s)",
-)
 def test_the_openai_chat_adapter_costs_about_linear_time_in_its_calls() -> None:
     small, large = _adapter_seconds(1000), _adapter_seconds(8000)
     assert large / small < 20, f"8x the calls took {large / small:.0f}x the time ({small:.3f}s -> {large:.3f}s)"

@@ -359,3 +359,15 @@ def test_a_custom_tool_input_value_that_is_not_strict_json_fails_the_call(where:
     (call,) = result.calls
     assert call.state is CallState.FAILED and (call.reason or "").startswith(f"invalid_json: {problem}")
     assert [r.tool_call_id for r in result.results] == ["c1"]
+
+
+@pytest.mark.parametrize("build", PATHS, ids=IDS)
+def test_a_value_that_is_no_object_is_still_held_to_strict_json(build: Callable[[str], bytes]) -> None:
+    """With ``arguments_must_be_object`` off, an array (or other non-object value) carrying a
+    duplicate key in the event's own text fails like an object does."""
+    config = AssembleConfig(arguments_must_be_object=False)
+    (clean,) = assemble(build("[" + CLEAN + "]"), config).calls
+    assert (clean.state, clean.arguments) == (CallState.COMMITTED, [{"cmd": "ls"}])
+    (call,) = assemble(build("[" + DUP + "]"), config).calls
+    assert call.state is CallState.FAILED
+    assert call.reason == "invalid_json: duplicate object key in the event that carried the arguments"

@@ -103,7 +103,7 @@ def build_request(upstream: str, api: str, model: str, tools_text: str, prompt: 
     dialect, path = APIS[api]
     converted = convert_tools(tools, api)
     try:
-        ToolRegistry.from_tools(converted)  # the session judges calls by them: refuse what it cannot use
+        ToolRegistry.from_tools(converted).ensure_usable()  # the session judges calls by them: refuse what it cannot use
     except RegistryError as exc:
         raise ConnectError(f"The tools cannot be used: {exc}.") from None
     text = prompt.strip() or "Use the tools."

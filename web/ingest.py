@@ -223,7 +223,7 @@ def _registry(tools: list[Any] | None, name: str) -> ToolRegistry | None:
     if tools is None:
         return None
     try:
-        return ToolRegistry.from_tools(tools)
+        return ToolRegistry.from_tools(tools).ensure_usable()
     except RegistryError as exc:  # names the tool and the place, never a schema value
         raise SourceError(f"{name}: the request's tools cannot be used: {exc}") from None
     except Exception as exc:  # a shape the registry does not expect: its text could quote the request

@@ -175,7 +175,7 @@ def parse_tools(raw: bytes, name: str) -> list[dict[str, Any]]:
     if isinstance(doc, dict) and "tools" in doc:
         doc = doc["tools"]
     try:
-        ToolRegistry.from_tools(doc)
+        ToolRegistry.from_tools(doc).ensure_usable()  # a $ref that does not resolve is refused here
     except RegistryError as exc:
         raise SourceError(f"Tools file {name}: {exc}") from None
     return list(doc)

@@ -27,11 +27,13 @@ from ..model import CallKey, Op, Quirk
 class BlockKeys:
     """Index → call key for one stream; see the module docstring for the rules."""
 
-    __slots__ = ("current", "_open", "_ids", "_count")
+    __slots__ = ("current", "next_index", "_open", "_ids", "_count")
 
     def __init__(self) -> None:
         #: index -> key of the newest call there; adapters read it directly on the hot path
         self.current: dict[int, CallKey] = {}
+        #: one past the highest index a call started at (the next position, in O(1))
+        self.next_index = 0
         self._open: set[CallKey] = set()  # started, no block stop yet
         self._ids: dict[CallKey, str | None] = {}
         self._count: dict[int, int] = {}  # calls started at each index
@@ -55,6 +57,8 @@ class BlockKeys:
             ops.append(Quirk("block_index_reused"))
         key = (index,) if n == 0 else (index, n)
         self.current[index] = key
+        if index >= self.next_index:
+            self.next_index = index + 1
         self._open.add(key)
         self._ids[key] = call_id
         return key, clash

@@ -36,7 +36,7 @@ class CohereAdapter:
     def __init__(self) -> None:
         self._started = False
         self._ended = False
-        self._open: list[CallKey] = []  # started, no tool-call-end yet
+        self._open: dict[CallKey, None] = {}  # started, no tool-call-end yet (an ordered set)
         self._blocks = BlockKeys()
 
     def feed(self, event: ProviderEvent) -> list[Op]:
@@ -48,7 +48,7 @@ class CohereAdapter:
             ops: list[Op] = []
             if self._started and not self._ended:
                 ops.append(StreamTruncated("a new message-start arrived before message-end"))
-            self._started, self._ended, self._open, self._blocks = True, False, [], BlockKeys()
+            self._started, self._ended, self._open, self._blocks = True, False, {}, BlockKeys()
             ops.append(StreamStart({"message_id": data.get("id")}))
             return ops
         if kind == "tool-call-start":
@@ -65,8 +65,7 @@ class CohereAdapter:
             if key is None:
                 return [Quirk("tool_call_end_without_call")]
             self._blocks.stop(key[0])
-            if key in self._open:
-                self._open.remove(key)
+            self._open.pop(key, None)
             return [BlockStop(key)]
         if kind == "message-end":
             return self._message_end(data)
@@ -83,15 +82,14 @@ class CohereAdapter:
     def _start(self, data: dict[str, Any], event: ProviderEvent) -> list[Op]:
         index = data.get("index")
         if not isinstance(index, int) or isinstance(index, bool):
-            index = max(self._blocks.current, default=-1) + 1  # no index: the next position
+            index = self._blocks.next_index  # no index: the next position
         entry = _tool_call(data)
         fn = _function(data)
         call_id = entry.get("id") if isinstance(entry.get("id"), str) and entry.get("id") else None
         name = fn.get("name") if isinstance(fn.get("name"), str) and fn.get("name") else None
         ops: list[Op] = []
         key, clash = self._blocks.start(index, call_id, ops)
-        if key not in self._open:
-            self._open.append(key)
+        self._open[key] = None
         ops.append(CallStart(key, call_id, name))
         if clash:
             ops.append(StreamError(f"tool call {index} started again before its tool-call-end"))
@@ -104,7 +102,7 @@ class CohereAdapter:
         index = data.get("index")
         if isinstance(index, int) and not isinstance(index, bool):
             return self._blocks.get(index) or (index,)  # never started: the assembler opens it
-        return self._open[-1] if len(self._open) == 1 else None
+        return next(iter(self._open)) if len(self._open) == 1 else None
 
     def _message_end(self, data: dict[str, Any]) -> list[Op]:
         delta = data.get("delta") if isinstance(data.get("delta"), dict) else {}

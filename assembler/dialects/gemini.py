@@ -14,8 +14,11 @@ Keying: a call is ``(candidate index, n)`` where ``n`` counts that candidate's c
 Gemini has no stable per-call index, and a streamed call's parts arrive in order. A part
 continues the candidate's open streamed call only when it has no ``name``, no whole
 ``args`` and no ``id`` other than that call's; any other ``functionCall`` part is a new
-call (the open one is closed first, quirk ``function_call_before_terminator``), so two
-calls never share one argument object.
+call, so two calls never share one argument object. The open call it ends is cut (quirk
+``function_call_before_terminator``): its last part said ``willContinue: true``, so the
+object built so far may lack the rest of a value or whole members and would still parse;
+it never reaches the latch but fails ``stream_truncated``
+(:class:`~assembler.model.CallTruncated`) and is owed an error result.
 
 No ``id`` (Gemini 2.x, Vertex): a stable one is synthesised, ``gemini_call_<n>`` with
 ``n`` counting calls in the stream, and quirk ``synthesized_id`` is recorded.
@@ -52,7 +55,7 @@ from typing import Any
 
 from .. import jsontext
 from ..capture import ProviderEvent
-from ..model import ArgsFragment, ArgsNotStrict, BlockStop, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamTruncated
+from ..model import ArgsFragment, ArgsNotStrict, BlockStop, CallKey, CallStart, CallTruncated, Op, Quirk, StreamEnd, StreamError, StreamTruncated
 from .base import strictness_fault
 
 _VALUE_FIELDS = ("numberValue", "boolValue", "nullValue")
@@ -171,9 +174,10 @@ class GeminiAdapter:
                     ops.append(Quirk("last_partial_args_without_terminator"))
                 self._close(ci, ops)
             return
-        if streamed is not None:
+        if streamed is not None:  # its last part said willContinue: true, and no more will come
             ops.append(Quirk("function_call_before_terminator"))
-            self._close(ci, ops)
+            del self._open[ci]
+            ops.append(CallTruncated(streamed.key, "another functionCall began before this call's last part"))
         if name is None:
             if not any(fc.get(k) for k in ("args", "partialArgs", "id")):  # {} or a bare willContinue
                 ops.append(Quirk("function_call_part_without_call"))
@@ -189,13 +193,14 @@ class GeminiAdapter:
             ops.append(Quirk("synthesized_id"))
         ops.append(CallStart(key, call_id, name))
         args = fc.get("args")
+        carried = args is not None and args != {}  # argument text made from a value of the chunk
         if args is not None and not isinstance(args, dict):
             ops.append(Quirk("args_not_object"))
-            ops.append(ArgsFragment(key, jsontext.dumps(args)))  # the latch rejects it
+            ops.append(ArgsFragment(key, jsontext.dumps(args)))  # the latch judges it as that JSON text
             args = {}
         self._open[ci] = _Streamed(key, fc_id, jsontext.rebuild(args) if args else {})  # never mutate the event
         self._apply_all(self._open[ci].args, fc.get("partialArgs"))
-        if args or fc.get("partialArgs"):
+        if carried or fc.get("partialArgs"):
             strict.check(key, ops)
         if fc.get("willContinue") is not True:
             self._close(ci, ops)

@@ -30,10 +30,13 @@ from .base import check_strict
 
 @dataclass
 class _Choice:
-    bound: dict[int, CallKey] = field(default_factory=dict)  # tool_calls index -> current key
+    """One choice's calls; every lookup is a dict lookup, so n calls cost O(n)."""
+
+    bound: dict[int, CallKey] = field(default_factory=dict)  # tool_calls index -> newest key there
+    next_index: int = 0  # one past the highest tool_calls index bound
     by_id: dict[str, CallKey] = field(default_factory=dict)
     ids: dict[CallKey, str] = field(default_factory=dict)
-    keys: list[CallKey] = field(default_factory=list)
+    keys: dict[CallKey, None] = field(default_factory=dict)  # every call started, in order
     fragments: dict[CallKey, int] = field(default_factory=dict)  # counts only, never text
     whole_in_start: set[CallKey] = field(default_factory=set)  # start entry carried arguments
     finished: bool = False
@@ -207,7 +210,7 @@ class OpenAIChatAdapter:
             return
         starting = key not in state.keys
         if starting:
-            state.keys.append(key)
+            state.keys[key] = None
             if call_id:
                 state.by_id[call_id] = key
                 state.ids[key] = call_id
@@ -236,34 +239,36 @@ class OpenAIChatAdapter:
             if key is None:
                 if index != len(state.bound):
                     ops.append(Quirk("sparse_index"))
-                key = (ci, index, 0)
-                state.bound[index] = key
+                key = _bind_index(state, (ci, index, 0))
             elif call_id and state.ids.get(key) not in (None, call_id):
                 known = state.by_id.get(call_id)
                 if known is not None and known[1] == index:
                     ops.append(Quirk("ids_interleaved_at_one_index"))
                     return known  # an earlier call at this index, resumed: the id decides
                 ops.append(Quirk("same_index_new_id"))
-                key = (ci, index, max(k[2] for k in state.keys if k[1] == index) + 1)
-                state.bound[index] = key
+                key = _bind_index(state, (ci, index, key[2] + 1))  # the bound key is the newest generation
             return key
         ops.append(Quirk("missing_index"))
         if call_id:
             key = state.by_id.get(call_id)
             if key is None:
-                index = max(state.bound, default=-1) + 1
-                key = (ci, index, 0)
-                state.bound[index] = key
+                key = _bind_index(state, (ci, state.next_index, 0))
             return key
         if len(state.keys) == 1:
-            return state.keys[0]
+            return next(iter(state.keys))
         if not state.keys:
-            key = (ci, 0, 0)
-            state.bound[0] = key
-            return key
+            return _bind_index(state, (ci, 0, 0))
         self._ended = True
         ops.append(StreamError(f"choice {ci}: tool_calls entry without index or id while {len(state.keys)} calls are open"))
         return None
+
+
+def _bind_index(state: _Choice, key: CallKey) -> CallKey:
+    """Bind ``key`` (``(choice, index, generation)``) as the newest call at its index."""
+    state.bound[key[1]] = key
+    if key[1] >= state.next_index:
+        state.next_index = key[1] + 1
+    return key
 
 
 def _error_detail(error: Any) -> str:

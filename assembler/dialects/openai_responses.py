@@ -108,6 +108,10 @@ class OpenAIResponsesAdapter:
         self._items: dict[CallKey, _Item] = {}
         self._by_item_id: dict[str, CallKey] = {}
         self._at_index: dict[int, list[CallKey]] = {}  # output_index -> its items' keys, in order
+        # output_index -> its items that have not ended, and those of them without an item_id
+        # (ordered sets): an event is routed in O(1) however many items share an index
+        self._live_at: dict[int, dict[CallKey, None]] = {}
+        self._unnamed_at: dict[int, dict[CallKey, None]] = {}
 
     def feed(self, event: ProviderEvent) -> list[Op]:
         data = event.data
@@ -160,6 +164,7 @@ class OpenAIResponsesAdapter:
             ops.append(StreamTruncated("a new response.created arrived before response.completed"))
         self._started, self._ended = True, False
         self._items, self._by_item_id, self._at_index = {}, {}, {}
+        self._live_at, self._unnamed_at = {}, {}
         response = data.get("response") if isinstance(data.get("response"), dict) else {}
         ops.append(StreamStart({"response_id": response.get("id"), "model": response.get("model")}))
         return ops
@@ -249,8 +254,11 @@ class OpenAIResponsesAdapter:
         item_id = item_obj.get("id") if isinstance(item_obj.get("id"), str) and item_obj.get("id") else None
         item = _Item(key, kind, item_id, call_id, name)
         self._items[key] = item
+        self._live_at.setdefault(index, {})[key] = None
         if item_id is not None:
             self._by_item_id[item_id] = key
+        else:
+            self._unnamed_at.setdefault(index, {})[key] = None
         value = item_obj.get("input" if kind == "custom_tool_call" else "arguments")
         whole = _whole_text(kind, value, ops)
         ops.append(CallStart(key, call_id, name, TOOL_ITEMS[kind], whole))
@@ -275,19 +283,20 @@ class OpenAIResponsesAdapter:
             return self._items[key]
         has_index = isinstance(index, int) and not isinstance(index, bool)
         if has_index and index in self._at_index:
-            items = [self._items[k] for k in self._at_index[index]]
             if item_id is None:
-                live = [item for item in items if not item.stopped]
+                live = self._live_at.get(index) or {}
                 if len(live) > 1:
                     raise _Unroutable(f"{kind} event without item_id at output_index {index}, where {len(live)} items are open")
-                return live[0] if live else items[-1]  # an ended item: its text after the stop fails it
-            unnamed = [item for item in items if item.item_id is None and not item.stopped]
+                # the one open item, else the newest (an ended item: its text after the stop fails it)
+                return self._items[next(iter(live)) if live else self._at_index[index][-1]]
+            unnamed = self._unnamed_at.get(index) or {}
             if len(unnamed) > 1:
                 raise _Unroutable(f"{kind} event for a new item_id at output_index {index}, where {len(unnamed)} items have none")
             if unnamed:  # the item was added without its id
-                unnamed[0].item_id = item_id
-                self._by_item_id[item_id] = unnamed[0].key
-                return unnamed[0]
+                item = self._items[unnamed.popitem()[0]]
+                item.item_id = item_id
+                self._by_item_id[item_id] = item.key
+                return item
         if quiet:
             return None
         if not has_index:
@@ -326,6 +335,8 @@ class OpenAIResponsesAdapter:
             ops.append(ArgsFragment(item.key, _WRAP_CLOSE))
         if not item.stopped:
             item.stopped = True
+            self._live_at[item.key[0]].pop(item.key, None)
+            self._unnamed_at.get(item.key[0], {}).pop(item.key, None)
             ops.append(BlockStop(item.key))
         return ops
 
