@@ -118,13 +118,6 @@ def test_the_openai_chat_adapter_costs_about_linear_time_in_its_calls() -> None:
 # ------------------------------------------------------------------ a request's tools of an odd shape
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: web/store.py tool_names iterates tool.get('functionDeclarations') whatever its type: a proxied "
-    "request whose tools hold {'functionDeclarations': 5} raises TypeError in LiveSource.meta(), so "
-    "GET /api/sessions, /api/sessions/{id} and /api/live answer 500 for as long as the session is kept, and "
-    "Store.save fails, so the stream's recording is never saved",
-)
 def test_a_request_with_odd_tools_leaves_the_json_api_and_the_recording_working(tmp_path: Path) -> None:
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}, {"functionDeclarations": 5}]
     app = create_app(Settings(data_dir=tmp_path, mock_delay=0.0))

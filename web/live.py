@@ -40,6 +40,7 @@ from assembler.sse import SSEDecoder
 
 from .credentials import describe_error, scrub_bytes, scrub_text  # describe_error: re-exported
 from .session import Session, Status
+from .sources import registry_from_tools
 from .store import tool_names
 
 log = logging.getLogger("toollatch.web")
@@ -124,6 +125,18 @@ class IncrementalCapture:
         return _parse_payload(scrub_text(text, self.secrets), None, self.name, line, self._offset)
 
 
+def usable_registry(tools: Any) -> ToolRegistry | None:
+    """The registry of request-supplied ``tools`` (any JSON shape), or None when there are
+    none or they cannot be used as one (logged by exception type only, never content)."""
+    if tools is None:
+        return None
+    try:
+        return registry_from_tools(tools)
+    except RegistryError as exc:
+        log.warning("live session: request tools not usable as a registry (%s)", type(exc).__name__)
+        return None
+
+
 class LiveSource:
     """What a live session shows of its request: never headers, never the API key.
 
@@ -152,8 +165,11 @@ class LiveSource:
         self.model = str(request.get("model")) if isinstance(request, dict) and request.get("model") is not None else None
         self.streaming = bool(isinstance(request, dict) and request.get("stream") is True)
         self.title = f"Live: {upstream} {endpoint}" + (f" · {self.model}" if self.model else "")
+        self._registry = usable_registry(self.tools)
         self.description = f"A live {dialect or 'provider'} stream through the proxy, assembled as its bytes arrive" + (
-            "; arguments are checked against the request's tools." if self.tools else "; the request had no tools, so names and schemas are not checked."
+            "; arguments are checked against the request's tools." if self._registry is not None
+            else "; the request's tools cannot be used as a registry, so names and schemas are not checked." if self.tools
+            else "; the request had no tools, so names and schemas are not checked."
         )
         self.chunks: list[bytes] = []
         self.wire: bytes | None = None  # a non-streaming JSON body re-told as a stream, once read
@@ -189,13 +205,9 @@ class LiveSource:
         return iter(())  # a live session is never stepped through a replay
 
     def registry(self) -> ToolRegistry | None:
-        if self.tools is None:
-            return None
-        try:
-            return ToolRegistry.from_tools(self.tools)
-        except RegistryError as exc:
-            log.warning("live session: request tools not usable as a registry (%s)", type(exc).__name__)
-            return None
+        """The request's tools as a registry; None without tools, or when they cannot be
+        used as one (the stream is still assembled, with names and schemas unchecked)."""
+        return self._registry
 
     def meta(self) -> dict[str, Any]:
         return {

@@ -30,11 +30,10 @@ from assembler.export import redact_capture
 from assembler.retell import retell_body
 from assembler import jsontext
 from assembler.model import CallState
-from assembler.registry import ToolRegistry
 
 from .credentials import scrub_bytes, scrub_text
 from .fanout import Broadcaster
-from .live import LiveSession, LiveSource
+from .live import LiveSession, LiveSource, usable_registry
 from .render import Renderer
 from .replay import SessionStore
 from .session import Session
@@ -275,7 +274,8 @@ def replay_bytes(stored: StoredSource) -> bytes:
 def recording_source(stored: StoredSource, config: Any) -> LoadedSource:
     """A replayable source from a stored recording (same verdicts as the live session)."""
     data = replay_bytes(stored)
-    registry = ToolRegistry.from_tools(stored.tools) if stored.tools else None
+    registry = usable_registry(stored.tools) if stored.tools else None
+    tools = stored.tools if registry is not None else None  # as live: tools that cannot be used check nothing
     count, dialect = check(data, stored.name, config, registry)
     cancel_after = stored.meta.get("cancel_after") if stored.meta.get("end") == "cancelled" else None
     if not data:
@@ -288,6 +288,6 @@ def recording_source(stored: StoredSource, config: Any) -> LoadedSource:
         data,
         count,
         dialect,
-        stored.tools,
+        tools,
         cancel_after if isinstance(cancel_after, int) else None,
     )
