@@ -40,13 +40,6 @@ def many_calls(n: int) -> bytes:
 # ------------------------------------------------------------------ proxy: a path that is not a URL
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: web/proxy.py open_upstream catches only httpx.HTTPError, but client.build_request raises "
-    "httpx.InvalidURL (not an HTTPError) for a path holding a control character (%00): the request is a 500 "
-    "with a traceback, and the live session new_session() made for it stays PLAYING for ever (never ended, "
-    "never evicted by LiveSessionStore._evict)",
-)
 @pytest.mark.parametrize("upstream", ["openai", "up"], ids=["built-in mock", "configured upstream"])
 def test_a_proxied_path_that_is_not_a_url_is_a_clear_error_and_ends_its_session(tmp_path: Path, upstream: str) -> None:
     app = create_app(Settings(data_dir=tmp_path, upstreams={"up": "http://127.0.0.1:9"}))
