@@ -19,6 +19,7 @@ to event ``n - 1`` rebuilds the very same state.
 from __future__ import annotations
 
 import enum
+import itertools
 import logging
 import math
 from collections.abc import Callable, Iterator
@@ -37,6 +38,10 @@ from .settings import speed_label, speed_value
 from .sources import LoadedSource
 
 log = logging.getLogger("toollatch.web")
+
+#: Creation numbers: every session takes the next one, so a larger ``seq`` is a newer session
+#: whatever was evicted meanwhile (session ids are random).
+_CREATED = itertools.count(1)
 
 
 class Status(str, enum.Enum):
@@ -61,6 +66,7 @@ class Session:
         self, sid: str, source: LoadedSource, config: AssembleConfig, rate: float, speed: float = 1.0, metrics: Metrics | None = None
     ) -> None:
         self.id = sid
+        self.seq = next(_CREATED)  # creation order in this process: larger is newer
         self.metrics = metrics  # observed on the first pass only: restarts and seeks rebuild
         self.source = source
         self.config = config
