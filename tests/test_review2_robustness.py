@@ -75,13 +75,6 @@ def _replay_seconds(n: int) -> float:
     return _fastest(replay)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: web/session.py Session._apply calls _refresh_results on every terminal transition, which "
-    "rebuilds pipeline.results() for every stream and compares every owed result with every card: O(calls^2) "
-    "per verdict, O(calls^3) per stream (1,000 calls take ~25 s, on the event loop for a live session, "
-    "stalling every proxied stream)",
-)
 def test_a_replay_costs_about_linear_time_in_its_calls() -> None:
     small, large = _replay_seconds(120), _replay_seconds(480)
     assert large / small < 10, f"4x the calls took {large / small:.0f}x the time ({small:.3f}s -> {large:.3f}s)"

@@ -34,6 +34,7 @@ from assembler.pipeline import Pipeline
 from assembler.redact import AssemblyEvent, CallView, hide_open_progress, hide_progress
 
 from .cards import Card, Changes, EndState, Verdict, card_id
+from .owed import OwedResults
 from .settings import speed_label, speed_value
 from .sources import LoadedSource
 
@@ -95,6 +96,7 @@ class Session:
             progress_events=self.forward_progress,
         )
         self.cards: dict[str, Card] = {}
+        self._owed = OwedResults(self.config.finalize_order == "arrival")
         self.ends: dict[int, EndState] = {}
         self.verdicts: list[Verdict] = []
         self.error: str | None = None
@@ -154,7 +156,7 @@ class Session:
     def quirk_counts(self) -> dict[str, int]:
         """Quirks met so far, summed over streams, in order of first sighting."""
         counts: dict[str, int] = {}
-        for stream in self.pipeline.results():
+        for stream in self.pipeline.streams:
             for name, count in stream.quirks.items():
                 counts[name] = counts.get(name, 0) + count
         return counts
@@ -166,11 +168,9 @@ class Session:
 
     @property
     def results(self) -> list[tuple[int, ToolResult]]:
-        """Error results owed so far, as (stream, result), in provider order."""
-        out: list[tuple[int, ToolResult]] = []
-        for index, stream in enumerate(self.pipeline.results()):
-            out.extend((index, r) for r in stream.results)
-        return out
+        """Error results owed so far, as (stream, result), in provider order: the pipeline's
+        stream results' ``results``, kept incrementally (:class:`~web.owed.OwedResults`)."""
+        return self._owed.results()
 
     def set_status(self, status: Status) -> None:
         if status is not self.status:
@@ -248,8 +248,7 @@ class Session:
         """Fold one assembly event into the redacted state."""
         if event.kind == "stream_end" and event.end is not None:
             self.ends[event.stream] = EndState(event.end, event.detail)
-            self._refresh_results()
-            self.pending.status = True
+            self.pending.status = self.pending.results = True
             detail = f" ({event.detail})" if event.detail else ""
             self._announce(Verdict(f"Stream {event.stream} ended: {event.end}{detail}", "stream"))
             return
@@ -261,13 +260,14 @@ class Session:
         cid = card_id(event.stream, view.key)
         card = self.cards.get(cid)
         was: CallState | None = None
+        old_id: str | None = None
         if card is None:
             card = self.cards[cid] = Card(event.stream, view)
             self.pending.layout = True
         else:
             if card.view == view:
                 return  # e.g. a fragment while its counts are withheld: nothing to send
-            was = card.view.state
+            was, old_id = card.view.state, card.view.call_id
         card.view = view
         self.pending.cards.add(cid)
         if view.state is not was:
@@ -277,8 +277,10 @@ class Session:
             committed = self.pipeline.committed(event.stream, view.key)
             if committed is not None:
                 card.arguments = committed.arguments
-        if view.state.terminal and (was is None or not was.terminal):
-            self._refresh_results()
+        verdict = view.state.terminal and (was is None or not was.terminal)
+        if verdict or was is None or old_id != view.call_id:
+            self._settle_result(card, created=was is None, old_id=old_id)
+        if verdict:
             name = view.name or "unnamed call"
             reason = f": {view.reason}" if view.reason else ""
             self._announce(Verdict(f"{name} ({view.call_id or 'no id'}) {view.state.name}{reason}", view.state.value))
@@ -287,15 +289,17 @@ class Session:
         self.verdicts.append(verdict)
         self.pending.verdicts.append(verdict)
 
-    def _refresh_results(self) -> None:
-        """Attach error results to their cards (by ``tool_call_id`` within the stream)."""
-        for stream, result in self.results:
-            for card in self.cards.values():
-                if card.stream == stream and card.view.call_id is not None and card.view.call_id == result.tool_call_id:
-                    if card.result != result:
-                        card.result = result
-                        self.pending.cards.add(card.id)
-        self.pending.results = True
+    def _settle_result(self, card: Card, *, created: bool, old_id: str | None) -> None:
+        """Bring the owed results and the cards' error results up to date after ``card``
+        appeared, changed its ``tool_call_id`` or got its verdict: constant work for a call
+        whose id no other call of its stream carries."""
+        outcome = None
+        if card.view.state.terminal:
+            outcome = self.pipeline.streams[card.stream].outcome(card.view.key)
+        changed = self._owed.update(card, created=created, old_id=old_id, outcome=outcome)
+        self.pending.cards |= changed
+        if outcome is not None or changed:
+            self.pending.results = True
 
     # ------------------------------------------------------------------ JSON
 

@@ -176,14 +176,12 @@ async def full_results(session: Session) -> list[StreamResult]:
 
 
 def outcome(session: Session, stream: int, key: tuple[int, ...]) -> CallOutcome | None:
-    """The session's current outcome record of one call."""
+    """The session's current outcome record of one call (that call's alone: a card render
+    does not build the records of every call)."""
     streams = session.pipeline.streams
     if not 0 <= stream < len(streams):
         return None
-    for call in streams[stream].result().calls:
-        if call.key == key:
-            return call
-    return None
+    return streams[stream].outcome(key)
 
 
 def card_diagnosis(session: Session, card: Card) -> dict[str, Any] | None:

@@ -1,0 +1,162 @@
+"""The error results a session owes so far, kept up to date one call verdict at a time.
+
+A session used to rebuild every stream's results (:meth:`assembler.pipeline.Pipeline.results`)
+and match every owed result against every card on each verdict: quadratic per verdict.
+:class:`OwedResults` keeps the same answer incrementally, at constant cost per verdict for
+calls with distinct ``tool_call_id`` values. Which single call owes a result is still the
+assembler's rule (:func:`assembler.calls.owed_results` applied to that call alone); what is
+kept here is how calls combine, as ``owed_results`` combines them within one stream:
+
+* per ``(stream, tool_call_id)``: no result once a client call with that id COMMITTED
+  (its execution answers the id); otherwise one, that of the first call in finalize order
+  (provider key order, or arrival with ``finalize_order: arrival``) that owes one;
+* a call without an id owes its own result (shown in the results list, on no card).
+
+A card shows the result owed for its ``tool_call_id`` (:attr:`web.cards.Card.result`), as
+every card with that id in its stream does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from assembler.calls import owed_results
+from assembler.model import CallOutcome, CallState, ToolResult
+
+from .cards import Card
+
+
+@dataclass
+class _Verdict:
+    """What one call with its verdict contributes: a client commit, or a result it owes alone."""
+
+    committed: bool
+    owes: ToolResult | None
+
+
+@dataclass
+class _Group:
+    """The calls of one stream that carry one ``tool_call_id``."""
+
+    stream: int
+    cards: list[Card] = field(default_factory=list)
+    committed: bool = False
+    owner: Card | None = None  # the first call in finalize order that owes a result
+    owes: ToolResult | None = None  # the owner's result
+    shown: ToolResult | None = None  # what the group's cards show
+
+    @property
+    def result(self) -> ToolResult | None:
+        return None if self.committed else self.owes
+
+
+class OwedResults:
+    """Owed error results of one session; ``arrival``: ``finalize_order`` is ``arrival``."""
+
+    def __init__(self, arrival: bool) -> None:
+        self._arrival = arrival
+        self._index: dict[str, int] = {}  # card id -> creation order
+        self._verdicts: dict[str, _Verdict] = {}  # card id -> its verdict's contribution
+        self._groups: dict[tuple[int, str], _Group] = {}
+        self._owed: dict[str, tuple[int, Any, ToolResult]] = {}  # owning card id -> (stream, order, result)
+        self._sorted: list[tuple[int, ToolResult]] | None = []
+
+    def results(self) -> list[tuple[int, ToolResult]]:
+        """Results owed so far, as ``(stream, result)``, in provider order (a copy)."""
+        if self._sorted is None:
+            entries = sorted(self._owed.values(), key=lambda e: (e[0], e[1]))
+            self._sorted = [(stream, result) for stream, _, result in entries]
+        return list(self._sorted)
+
+    def update(self, card: Card, *, created: bool, old_id: str | None, outcome: CallOutcome | None) -> set[str]:
+        """Account for a change of ``card``: it was ``created``, its ``tool_call_id`` changed
+        from ``old_id``, and/or it has its verdict (``outcome``: its record, once terminal).
+        Returns the ids of the cards whose :attr:`~web.cards.Card.result` changed."""
+        changed: set[str] = set()
+        new_id = card.view.call_id
+        moved = not created and old_id != new_id
+        if created:
+            self._index[card.id] = len(self._index)
+        elif moved:
+            changed |= self._leave(card, old_id)
+        if (created or moved) and new_id is not None:
+            group = self._groups.setdefault((card.stream, new_id), _Group(card.stream))
+            group.cards.append(card)
+            if card.result != group.shown:
+                card.result = group.shown
+                changed.add(card.id)
+        if outcome is not None:
+            owes = owed_results([outcome], set())  # the assembler's rule, for this call alone
+            verdict = _Verdict(outcome.executor == "client" and outcome.state is CallState.COMMITTED, owes[0] if owes else None)
+            self._verdicts[card.id] = verdict
+            changed |= self._count(card, verdict)
+        return changed
+
+    # ------------------------------------------------------------------ internals
+
+    def _order(self, card: Card) -> Any:
+        return self._index[card.id] if self._arrival else card.view.key
+
+    def _count(self, card: Card, verdict: _Verdict) -> set[str]:
+        call_id = card.view.call_id
+        if call_id is None:
+            if verdict.owes is not None:
+                self._owed[card.id] = (card.stream, self._order(card), verdict.owes)
+                self._sorted = None
+            return set()
+        group = self._groups[(card.stream, call_id)]
+        previous = group.owner
+        self._count_quietly(group, card, verdict)
+        if previous is not None and group.owner is not previous:
+            self._forget(previous)
+        return self._publish(group)
+
+    def _leave(self, card: Card, old_id: str | None) -> set[str]:
+        """``card`` no longer carries ``old_id``: its group is counted again without it."""
+        self._forget(card)
+        if old_id is None:
+            return set()
+        group = self._groups[(card.stream, old_id)]
+        group.cards.remove(card)
+        if group.owner is not None:
+            self._forget(group.owner)
+        group.committed, group.owner, group.owes = False, None, None
+        for member in group.cards:
+            verdict = self._verdicts.get(member.id)
+            if verdict is not None:
+                self._count_quietly(group, member, verdict)
+        return self._publish(group)
+
+    def _count_quietly(self, group: _Group, card: Card, verdict: _Verdict) -> None:
+        """Fold one member's verdict into ``group`` (a client commit, or an earlier owner)."""
+        if verdict.committed:
+            group.committed = True
+        elif verdict.owes is not None and (group.owner is None or self._order(card) < self._order(group.owner)):
+            group.owner, group.owes = card, verdict.owes
+
+    def _forget(self, card: Card) -> None:
+        if self._owed.pop(card.id, None) is not None:
+            self._sorted = None
+
+    def _publish(self, group: _Group) -> set[str]:
+        """Bring the owed list and the group's cards up to date with its result."""
+        result = group.result
+        if group.owner is not None:
+            if result is None:
+                self._forget(group.owner)
+            elif self._owed.get(group.owner.id, (None, None, None))[2] != result:
+                self._owed[group.owner.id] = (group.stream, self._order(group.owner), result)
+                self._sorted = None
+        if result == group.shown:
+            return set()
+        group.shown = result
+        changed = set()
+        for member in group.cards:
+            if member.result != result:
+                member.result = result
+                changed.add(member.id)
+        return changed
+
+
+__all__ = ["OwedResults"]
