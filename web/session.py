@@ -18,6 +18,7 @@ to event ``n - 1`` rebuilds the very same state.
 
 from __future__ import annotations
 
+import bisect
 import enum
 import itertools
 import logging
@@ -60,6 +61,10 @@ class Status(str, enum.Enum):
         return self in (Status.FINISHED, Status.CANCELLED, Status.ERROR)
 
 
+def _provider_order(card: Card) -> tuple[int, tuple[int, ...]]:
+    return card.stream, card.view.key
+
+
 class Session:
     """Replay state of one source. Not thread-safe; used from the event loop only."""
 
@@ -96,6 +101,7 @@ class Session:
             progress_events=self.forward_progress,
         )
         self.cards: dict[str, Card] = {}
+        self._ordered: list[Card] = []  # the cards in provider order, kept sorted as they appear
         self._owed = OwedResults(self.config.finalize_order == "arrival")
         self.ends: dict[int, EndState] = {}
         self.verdicts: list[Verdict] = []
@@ -163,8 +169,14 @@ class Session:
 
     @property
     def ordered_cards(self) -> list[Card]:
-        """Cards in provider order (stream, then key)."""
-        return sorted(self.cards.values(), key=lambda c: (c.stream, c.view.key))
+        """Cards in provider order (stream, then key). The session's own list, kept sorted as
+        cards appear (no sort per call): read it, do not change it."""
+        return self._ordered
+
+    @property
+    def multi_stream(self) -> bool:
+        """The input holds more than one stream (so far): cards then name their stream."""
+        return len(self.ends) > 1 or (bool(self._ordered) and self._ordered[0].stream != self._ordered[-1].stream)
 
     @property
     def results(self) -> list[tuple[int, ToolResult]]:
@@ -263,7 +275,8 @@ class Session:
         old_id: str | None = None
         if card is None:
             card = self.cards[cid] = Card(event.stream, view)
-            self.pending.layout = True
+            bisect.insort(self._ordered, card, key=_provider_order)
+            self.pending.added.append(cid)
         else:
             if card.view == view:
                 return  # e.g. a fragment while its counts are withheld: nothing to send
