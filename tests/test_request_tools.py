@@ -115,3 +115,24 @@ def test_an_upload_whose_tools_file_has_a_schema_the_library_trips_over_is_a_cle
         response = upload(client, "ok.sse", DEMOS["openai-single"].wire, tools=tools)
         assert response.status_code == 422, response.status_code
         assert "tools.json" in response.text and "cannot be compiled" in response.text and "Traceback" not in response.text
+
+
+@pytest.mark.parametrize(
+    ("tools", "named"),
+    [
+        ('[{"name": "f", "parameters": {"$schema": [1]}}]', "cannot be compiled"),
+        ('[{"name": "f", "parameters": {"$schema": 5}}]', "cannot be compiled"),
+        ("[5]", "Each tool must be a JSON object"),
+        ('[{"function": 5}]', 'Each tool needs a \\"name\\"'),
+        ('{"tools": 5}', "Tools must be a JSON array"),
+    ],
+    ids=["$schema a list", "$schema a number", "a tool not an object", "function not an object", "tools not an array"],
+)
+def test_direct_connect_refuses_odd_tools_with_a_clear_400(tmp_path: Path, tools: str, named: str) -> None:
+    from html import unescape
+
+    with TestClient(create_app(Settings(data_dir=tmp_path)), base_url=BASE, raise_server_exceptions=False) as client:
+        response = client.post("/connect", data={"upstream": "mock", "api": "chat", "model": "single", "tools": tools, "prompt": "go"})
+        assert response.status_code == 400, response.status_code
+        assert named.replace("\\", "") in unescape(response.text) and "Traceback" not in response.text
+        assert client.get("/api/live").json()["sessions"] == []
