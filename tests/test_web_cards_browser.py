@@ -37,6 +37,7 @@ def stream(indexes: list[int]) -> bytes:
 
 SEQUENTIAL = list(range(24))
 SHUFFLED = [3, 0, 7, 1, 6, 2, 5, 4]
+CROWDED = list(range(40))  # beyond 32 calls in flight, each new call fails at once: results owed one by one
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root: Path = tmp_path_factory.mktemp("cards")
     (root / "sequential.sse").write_bytes(stream(SEQUENTIAL))
     (root / "shuffled.sse").write_bytes(stream(SHUFFLED))
+    (root / "crowded.sse").write_bytes(stream(CROWDED))
     port = _free_port()
     with served(create_app(Settings(port=port, captures_dir=root)), port) as url:
         yield url
@@ -87,3 +89,23 @@ def test_cards_appear_once_each_in_provider_order(browser: Any, base_url: str, c
     shot(page, f"cards-{capture}")
     context.close()
     assert errors == []
+
+
+def test_results_owed_one_by_one_appear_once_each_in_order(browser: Any, base_url: str) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    created = page.request.post(base_url + "/api/sessions", data={"capture": "crowded.sse", "rate": 20, "autoplay": True})
+    sid = created.json()["id"]
+    page.goto(f"{base_url}/sessions/{sid}")
+    page.wait_for_function("document.querySelectorAll('#result-list li').length >= 2")
+    late = context.new_page()
+    late.goto(f"{base_url}/sessions/{sid}")
+    expected = [f"c{i}" for i in CROWDED[32:]]
+    for viewer in (page, late):
+        viewer.wait_for_selector(DONE)
+        viewer.wait_for_function(f"document.querySelectorAll('.card').length === {len(CROWDED)}")
+        assert viewer.locator("#result-list li code").all_inner_texts() == expected
+        assert card_ids(viewer) == [f"call-0-0-{i}-0" for i in CROWDED]
+    shot(page, "results-appended")
+    context.close()

@@ -105,3 +105,58 @@ def test_a_viewer_that_connects_with_cards_and_verdicts_not_yet_rendered_gets_ea
         assert after.count('class="v-') == full.count('class="v-') == 4
 
     asyncio.run(scenario())
+
+
+# ------------------------------------------------------------------ the owed error results
+
+RESULT_ITEM = re.compile(r'<li><code>([^<]+)</code> <span class="badge badge-failed">is_error</span>')
+
+
+def failing_session(indexes: list[int]) -> Session:
+    """Each call's arguments are over the byte limit: it fails (and owes a result) at its first event."""
+    from dataclasses import replace
+
+    session = session_of(indexes)
+    data = session.source.data.replace(b'"arguments": "{}"', b'"arguments": "{\\"k\\": \\"long\\"}"')
+    source = LoadedSource("upload", "s.sse", "s", "s", data, session.source.count, None, None, None)
+    return Session("s", source, replace(DEFAULT_CONFIG, max_tool_argument_bytes=8), 10.0)
+
+
+def test_a_result_owed_after_every_result_shown_is_appended_alone() -> None:
+    session = failing_session(list(range(30)))
+    session.take_changes()
+    first = render_step(session)
+    assert 'id="results"' in first and RESULT_ITEM.findall(first) == ["c0"]  # replaces the "none yet" note
+    for n in range(1, 30):
+        html = render_step(session)
+        assert 'id="results"' not in html, f"result {n}: the whole list was redone"
+        assert 'hx-swap-oob="beforeend:#result-list"' in html and RESULT_ITEM.findall(html) == [f"c{n}"]
+    assert [r.tool_call_id for _, r in session.results] == [f"c{n}" for n in range(30)]
+
+
+def test_a_result_owed_before_results_shown_redoes_the_list_in_provider_order() -> None:
+    session = failing_session([0, 5, 3])
+    session.take_changes()
+    render_step(session)
+    assert RESULT_ITEM.findall(render_step(session)) == ["c5"]
+    html = render_step(session)
+    assert 'id="results"' in html and "beforeend:#result-list" not in html
+    assert RESULT_ITEM.findall(html) == ["c0", "c3", "c5"]
+
+
+def test_a_viewer_that_connects_with_results_not_yet_rendered_gets_each_once() -> None:
+    async def scenario() -> None:
+        time = VirtualTime()
+        session = failing_session([0, 1])
+        hub = Broadcaster(session, RENDERER, max_per_second=20, capacity=64, clock=time.clock, sleep=time.sleep)
+        session.take_changes()
+        render_step(session)
+        session.step(1)  # a result owed, not rendered
+        viewer = hub.subscribe()
+        full = await viewer.get()
+        hub.request()
+        after = await viewer.get()
+        assert RESULT_ITEM.findall(full) == RESULT_ITEM.findall(after) == ["c0", "c1"]
+        assert "beforeend:#result-list" not in after
+
+    asyncio.run(scenario())

@@ -56,7 +56,9 @@ class Changes:
     cards that appeared, in order (a render appends them when they come after every card
     shown, else redoes the list). ``layout``: the whole list of cards is to be redone;
     ``reset``: the session was rebuilt (restart, seek back). ``verdicts``: new verdicts to
-    append to the log, in order.
+    append to the log, in order. ``results``: the list of owed error results is to be
+    redone; ``results_added``: the calls (card ids) owing results added to it, appended
+    like cards.
     """
 
     cards: set[str] = field(default_factory=set)
@@ -66,11 +68,14 @@ class Changes:
     status: bool = False
     controls: bool = False
     results: bool = False
+    results_added: list[str] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     reset: bool = False
 
     def any(self) -> bool:
-        return bool(self.cards or self.added or self.layout or self.status or self.controls or self.results or self.verdicts or self.reset)
+        return bool(
+            self.cards or self.added or self.layout or self.status or self.controls or self.results or self.results_added or self.verdicts or self.reset
+        )
 
     @property
     def essential(self) -> bool:
@@ -78,7 +83,9 @@ class Changes:
         card, a rebuild or a status/control change. Progress-only changes (byte and
         fragment counts, the event counter) may be dropped for a slow viewer because a
         later render supersedes them."""
-        return bool(self.transitions or self.verdicts or self.added or self.layout or self.reset or self.controls or self.results)
+        return bool(
+            self.transitions or self.verdicts or self.added or self.layout or self.reset or self.controls or self.results or self.results_added
+        )
 
     def merge(self, other: Changes) -> Changes:
         """A new :class:`Changes` covering both ``self`` and the later ``other``."""
@@ -90,6 +97,7 @@ class Changes:
             status=self.status or other.status,
             controls=self.controls or other.controls,
             results=self.results or other.results,
+            results_added=list(dict.fromkeys([*self.results_added, *other.results_added])),
             verdicts=[*self.verdicts, *other.verdicts],
             reset=self.reset or other.reset,
         )

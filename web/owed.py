@@ -18,6 +18,7 @@ every card with that id in its stream does.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,10 @@ from assembler.calls import owed_results
 from assembler.model import CallOutcome, CallState, ToolResult
 
 from .cards import Card
+
+
+def _position(entry: tuple[tuple[int, Any], str, ToolResult]) -> tuple[int, Any]:
+    return entry[0]
 
 
 @dataclass
@@ -59,15 +64,31 @@ class OwedResults:
         self._index: dict[str, int] = {}  # card id -> creation order
         self._verdicts: dict[str, _Verdict] = {}  # card id -> its verdict's contribution
         self._groups: dict[tuple[int, str], _Group] = {}
-        self._owed: dict[str, tuple[int, Any, ToolResult]] = {}  # owning card id -> (stream, order, result)
-        self._sorted: list[tuple[int, ToolResult]] | None = []
+        # The owed results, kept in provider order: (stream, order) -> owning card id, result.
+        self._entries: list[tuple[tuple[int, Any], str, ToolResult]] = []
+        self._owed: dict[str, tuple[tuple[int, Any], ToolResult]] = {}  # owning card id -> its entry
+        self._added: list[str] = []  # owning card ids whose result was added since take_news()
+        self._rewritten = False  # a result was removed or replaced since take_news()
 
     def results(self) -> list[tuple[int, ToolResult]]:
-        """Results owed so far, as ``(stream, result)``, in provider order (a copy)."""
-        if self._sorted is None:
-            entries = sorted(self._owed.values(), key=lambda e: (e[0], e[1]))
-            self._sorted = [(stream, result) for stream, _, result in entries]
-        return list(self._sorted)
+        """Results owed so far, as ``(stream, result)``, in provider order."""
+        return [(where[0], result) for where, _, result in self._entries]
+
+    def __len__(self) -> int:
+        """The number of results owed so far."""
+        return len(self._entries)
+
+    def last(self, count: int) -> list[tuple[str, int, ToolResult]]:
+        """The last ``count`` results owed, in provider order, as ``(owning card id, stream,
+        result)``."""
+        return [(owner, where[0], result) for where, owner, result in self._entries[-count:]] if count > 0 else []
+
+    def take_news(self) -> tuple[list[str], bool]:
+        """``(added, rewritten)`` since the last call: the owning card ids of results added,
+        and whether any result was removed or replaced (then the list must be redone)."""
+        news = (self._added, self._rewritten)
+        self._added, self._rewritten = [], False
+        return news
 
     def update(self, card: Card, *, created: bool, old_id: str | None, outcome: CallOutcome | None) -> set[str]:
         """Account for a change of ``card``: it was ``created``, its ``tool_call_id`` changed
@@ -102,8 +123,7 @@ class OwedResults:
         call_id = card.view.call_id
         if call_id is None:
             if verdict.owes is not None:
-                self._owed[card.id] = (card.stream, self._order(card), verdict.owes)
-                self._sorted = None
+                self._owe(card, verdict.owes)
             return set()
         group = self._groups[(card.stream, call_id)]
         previous = group.owner
@@ -135,9 +155,22 @@ class OwedResults:
         elif verdict.owes is not None and (group.owner is None or self._order(card) < self._order(group.owner)):
             group.owner, group.owes = card, verdict.owes
 
+    def _owe(self, card: Card, result: ToolResult) -> None:
+        """``card``'s call owes ``result`` (in place of any result it owed before)."""
+        known = self._owed.get(card.id)
+        if known is not None and known[1] == result:
+            return
+        self._forget(card)
+        where = (card.stream, self._order(card))
+        self._owed[card.id] = (where, result)
+        bisect.insort(self._entries, (where, card.id, result), key=_position)
+        self._added.append(card.id)
+
     def _forget(self, card: Card) -> None:
-        if self._owed.pop(card.id, None) is not None:
-            self._sorted = None
+        known = self._owed.pop(card.id, None)
+        if known is not None:
+            del self._entries[bisect.bisect_left(self._entries, known[0], key=_position)]
+            self._rewritten = True
 
     def _publish(self, group: _Group) -> set[str]:
         """Bring the owed list and the group's cards up to date with its result."""
@@ -145,9 +178,8 @@ class OwedResults:
         if group.owner is not None:
             if result is None:
                 self._forget(group.owner)
-            elif self._owed.get(group.owner.id, (None, None, None))[2] != result:
-                self._owed[group.owner.id] = (group.stream, self._order(group.owner), result)
-                self._sorted = None
+            else:
+                self._owe(group.owner, result)
         if result == group.shown:
             return set()
         group.shown = result

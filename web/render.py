@@ -24,7 +24,7 @@ import jinja2
 
 from assembler import jsontext
 from assembler.demos import Demo
-from assembler.model import CallState
+from assembler.model import CallState, ToolResult
 
 from . import diagram
 from .triage import card_diagnosis
@@ -116,6 +116,19 @@ def appended_cards(session: Session, added: list[str]) -> list[Card] | None:
     return tail if {card.id for card in tail} == ids else None
 
 
+def appended_owed(session: Session, owners: list[str]) -> list[tuple[int, ToolResult]] | None:
+    """The owed results of the calls ``owners`` (added since the last render), in order, when
+    they all come after every result shown before; None when the list must be redone (one
+    came between them, or they are the first, replacing the "none yet" note)."""
+    ids = set(owners)
+    if not ids:
+        return []
+    tail = session.owed.last(len(ids))
+    if len(session.owed) == len(ids) or {owner for owner, _, _ in tail} != ids:
+        return None
+    return [(stream, result) for _, stream, result in tail]
+
+
 class Renderer:
     """Renders pages and live-update messages from one template directory."""
 
@@ -183,8 +196,11 @@ class Renderer:
                 card = session.cards.get(cid)
                 if card is not None:
                     parts.append(self.card(session, card))
-        if changes.results or changes.reset:
+        appended_results = None if changes.results or changes.reset else appended_owed(session, changes.results_added)
+        if appended_results is None:
             parts.append(self._part("_results.html", session))
+        elif appended_results:
+            parts.append(self._part("_results_added.html", session, added=appended_results))
         if changes.reset:
             parts.append(self._part("_verdicts.html", session, verdicts=session.verdicts, mode="innerHTML"))
         elif changes.verdicts:

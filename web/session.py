@@ -260,7 +260,9 @@ class Session:
         """Fold one assembly event into the redacted state."""
         if event.kind == "stream_end" and event.end is not None:
             self.ends[event.stream] = EndState(event.end, event.detail)
-            self.pending.status = self.pending.results = True
+            self.pending.status = True
+            if not self._owed:  # the results panel says why there are none
+                self.pending.results = True
             detail = f" ({event.detail})" if event.detail else ""
             self._announce(Verdict(f"Stream {event.stream} ended: {event.end}{detail}", "stream"))
             return
@@ -309,10 +311,17 @@ class Session:
         outcome = None
         if card.view.state.terminal:
             outcome = self.pipeline.streams[card.stream].outcome(card.view.key)
-        changed = self._owed.update(card, created=created, old_id=old_id, outcome=outcome)
-        self.pending.cards |= changed
-        if outcome is not None or changed:
-            self.pending.results = True
+        self.pending.cards |= self._owed.update(card, created=created, old_id=old_id, outcome=outcome)
+        added, rewritten = self._owed.take_news()
+        if rewritten:
+            self.pending.results = True  # the list is redone
+        else:
+            self.pending.results_added.extend(added)
+
+    @property
+    def owed(self) -> OwedResults:
+        """The owed results, with the calls owing them (:class:`~web.owed.OwedResults`)."""
+        return self._owed
 
     # ------------------------------------------------------------------ JSON
 
