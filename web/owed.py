@@ -1,9 +1,10 @@
 """The error results a session owes so far, kept up to date one call verdict at a time.
 
-A session used to rebuild every stream's results (:meth:`assembler.pipeline.Pipeline.results`)
-and match every owed result against every card on each verdict: quadratic per verdict.
-:class:`OwedResults` keeps the same answer incrementally, at constant cost per verdict for
-calls with distinct ``tool_call_id`` values. Which single call owes a result is still the
+Rebuilding every stream's results (:meth:`assembler.pipeline.Pipeline.results`) and matching
+every owed result against every card on each verdict would cost the square of the calls per
+verdict, on the event loop. :class:`OwedResults` keeps the same answer incrementally, at
+constant cost per verdict for calls with distinct ``tool_call_id`` values (plus a log-time
+insertion into the ordered list of results). Which single call owes a result is still the
 assembler's rule (:func:`assembler.calls.owed_results` applied to that call alone); what is
 kept here is how calls combine, as ``owed_results`` combines them within one stream:
 
