@@ -20,6 +20,7 @@ every card with that id in its stream does.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,11 @@ from assembler.calls import owed_results
 from assembler.model import CallOutcome, CallState, ToolResult
 
 from .cards import Card
+
+
+def _verdict_of(outcome: CallOutcome) -> _Verdict:
+    owes = owed_results([outcome], set())  # the assembler's rule, for this call alone
+    return _Verdict(outcome.executor == "client" and outcome.state is CallState.COMMITTED, owes[0] if owes else None)
 
 
 def _position(entry: tuple[tuple[int, Any], str, ToolResult]) -> tuple[int, Any]:
@@ -65,6 +71,7 @@ class OwedResults:
         self._index: dict[str, int] = {}  # card id -> creation order
         self._verdicts: dict[str, _Verdict] = {}  # card id -> its verdict's contribution
         self._groups: dict[tuple[int, str], _Group] = {}
+        self._shared: dict[int, set[str]] = {}  # stream -> ids more than one of its calls carries
         # The owed results, kept in provider order: (stream, order) -> owning card id, result.
         self._entries: list[tuple[tuple[int, Any], str, ToolResult]] = []
         self._owed: dict[str, tuple[tuple[int, Any], ToolResult]] = {}  # owning card id -> its entry
@@ -91,6 +98,20 @@ class OwedResults:
         self._added, self._rewritten = [], False
         return news
 
+    def recount_shared(self, stream: int, outcome_of: Callable[[Card], CallOutcome | None]) -> set[str]:
+        """At the end of ``stream``: read again the records of the calls that share a
+        ``tool_call_id`` with another call of it (the assembler may then keep one record per
+        id and mark the others repaired, owing nothing) and count their ids again. Returns
+        the ids of the cards whose result changed."""
+        changed: set[str] = set()
+        for call_id in self._shared.pop(stream, ()):
+            group = self._groups[(stream, call_id)]
+            for member in group.cards:
+                if member.id in self._verdicts and (outcome := outcome_of(member)) is not None:
+                    self._verdicts[member.id] = _verdict_of(outcome)
+            changed |= self._recount(group)
+        return changed
+
     def update(self, card: Card, *, created: bool, old_id: str | None, outcome: CallOutcome | None) -> set[str]:
         """Account for a change of ``card``: it was ``created``, its ``tool_call_id`` changed
         from ``old_id``, and/or it has its verdict (``outcome``: its record, once terminal).
@@ -105,13 +126,13 @@ class OwedResults:
         if (created or moved) and new_id is not None:
             group = self._groups.setdefault((card.stream, new_id), _Group(card.stream))
             group.cards.append(card)
+            if len(group.cards) == 2:
+                self._shared.setdefault(card.stream, set()).add(new_id)
             if card.result != group.shown:
                 card.result = group.shown
                 changed.add(card.id)
         if outcome is not None:
-            owes = owed_results([outcome], set())  # the assembler's rule, for this call alone
-            verdict = _Verdict(outcome.executor == "client" and outcome.state is CallState.COMMITTED, owes[0] if owes else None)
-            self._verdicts[card.id] = verdict
+            verdict = self._verdicts[card.id] = _verdict_of(outcome)
             changed |= self._count(card, verdict)
         return changed
 
@@ -140,6 +161,10 @@ class OwedResults:
             return set()
         group = self._groups[(card.stream, old_id)]
         group.cards.remove(card)
+        return self._recount(group)
+
+    def _recount(self, group: _Group) -> set[str]:
+        """Count ``group`` again from its members' verdicts."""
         if group.owner is not None:
             self._forget(group.owner)
         group.committed, group.owner, group.owes = False, None, None

@@ -261,6 +261,9 @@ class Session:
         if event.kind == "stream_end" and event.end is not None:
             self.ends[event.stream] = EndState(event.end, event.detail)
             self.pending.status = True
+            stream = self.pipeline.streams[event.stream]
+            self.pending.cards |= self._owed.recount_shared(event.stream, lambda card: stream.outcome(card.view.key))
+            self._take_owed_news()
             if not self._owed:  # the results panel says why there are none
                 self.pending.results = True
             detail = f" ({event.detail})" if event.detail else ""
@@ -312,6 +315,10 @@ class Session:
         if card.view.state.terminal:
             outcome = self.pipeline.streams[card.stream].outcome(card.view.key)
         self.pending.cards |= self._owed.update(card, created=created, old_id=old_id, outcome=outcome)
+        self._take_owed_news()
+
+    def _take_owed_news(self) -> None:
+        """Results added to the owed list are appended on screen; any other change redoes it."""
         added, rewritten = self._owed.take_news()
         if rewritten:
             self.pending.results = True  # the list is redone
