@@ -25,6 +25,7 @@ from .model import (
     BlockStop,
     CallIdentity,
     CallKey,
+    CallOutcome,
     CallStart,
     CallState,
     CallTruncated,
@@ -124,6 +125,17 @@ class Assembler:
             return None
         assert call.call_id is not None and call.name is not None
         return CommittedCall(call.key, call.call_id, call.name, call.arguments, call.executor)
+
+    def outcome(self, key: CallKey) -> CallOutcome | None:
+        """The current record of call ``key`` (arguments only once COMMITTED), or None if
+        there is no such call: one call's :meth:`result` entry, without building them all."""
+        call = self._calls.get(key)
+        return call.outcome() if call is not None else None
+
+    @property
+    def quirks(self) -> dict[str, int]:
+        """Quirks counted so far, by name (a copy): :meth:`result`'s, without the calls."""
+        return dict(self._quirks)
 
     def result(self) -> StreamResult:
         """The stream's calls and the results owed: one error result per non-committed client call."""

@@ -62,3 +62,57 @@ def test_poll_with_a_strange_after_value_is_harmless(base: str) -> None:
     odd = httpx.get(f"{base}/live/next/poll", params={"after": "<script>" * 50})
     assert odd.status_code == 200 and odd.headers["HX-Redirect"].startswith("/sessions/")
     assert "<script>" not in odd.text
+
+
+# ------------------------------------------------------------------ "newer" by creation number, not by id
+
+
+def _live(store: object, n: int) -> object:
+    from web.live import LiveSource
+
+    source = LiveSource(f"mock/v1/chat/completions#{n}", upstream="mock", endpoint="/v1/chat/completions", dialect="openai-chat", request=None)
+    return store.create_live(source)  # type: ignore[attr-defined]
+
+
+def test_the_poll_never_takes_an_older_live_session_for_the_next_when_the_awaited_one_was_evicted() -> None:
+    from starlette.testclient import TestClient
+
+    from web.sources import load_demo
+
+    from .test_web_app import BASE
+
+    settings = Settings(max_sessions=3)
+    with TestClient(create_app(settings), base_url=BASE) as client:
+        store = client.app.state.store  # type: ignore[attr-defined]
+        older = _live(store, 1)  # still streaming: never evicted
+        awaited = _live(store, 2)
+        awaited.finish()  # type: ignore[attr-defined]
+        page = client.get("/live/next").text
+        match = re.search(r"/live/next/poll\?after=([0-9a-f]*)&amp;seq=([0-9]+)", page)
+        assert match is not None and match.group(1) == awaited.id  # type: ignore[attr-defined]
+        query = {"after": match.group(1), "seq": match.group(2)}
+        assert client.get("/live/next/poll", params=query).status_code == 204
+        for _ in range(3):  # replays push the finished live session out
+            store.create(load_demo("openai-single", settings.config), autoplay=False)
+        assert store.get(awaited.id) is None and store.get(older.id) is older  # type: ignore[attr-defined]
+        for params in (query, {"seq": match.group(2)}):
+            waiting = client.get("/live/next/poll", params=params)
+            assert waiting.status_code == 204 and "HX-Redirect" not in waiting.headers, params
+        first, second = _live(store, 3), _live(store, 4)
+        found = client.get("/live/next/poll", params=query)
+        assert found.status_code == 200 and found.headers["HX-Redirect"] == f"/sessions/{first.id}"  # type: ignore[attr-defined]
+        assert client.get("/live/next/poll", params={"after": first.id}).headers["HX-Redirect"] == f"/sessions/{second.id}"  # type: ignore[attr-defined]
+        assert client.get("/live/next/poll", params={"after": second.id}).status_code == 204  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("seq", ["²", "1" * 40, "-1", "1.5", " 1"])
+def test_a_seq_that_is_not_a_small_number_is_ignored(seq: str) -> None:
+    from starlette.testclient import TestClient
+
+    from .test_web_app import BASE
+
+    with TestClient(create_app(Settings()), base_url=BASE) as client:
+        store = client.app.state.store  # type: ignore[attr-defined]
+        first = _live(store, 1)
+        assert client.get("/live/next/poll", params={"after": first.id, "seq": seq}).status_code == 204  # type: ignore[attr-defined]
+        assert client.get("/live/next/poll", params={"seq": seq}).headers["HX-Redirect"] == f"/sessions/{first.id}"  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ renders each changed card once however many events arrived in between.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from assembler.model import CallKey, StreamEndKind, ToolResult
@@ -32,8 +33,9 @@ class Card:
     arguments: dict[str, Any] | None = None
     result: ToolResult | None = None
 
-    @property
+    @cached_property
     def id(self) -> str:
+        """:func:`card_id` of the call (its key never changes)."""
         return card_id(self.stream, self.view.key)
 
 
@@ -50,22 +52,30 @@ class Changes:
     """What changed since the last render.
 
     ``cards``: ids of cards whose view changed (bytes, fragments, identity or state);
-    ``transitions``: the subset whose *state* changed or that appeared. ``layout``: cards
-    appeared; ``reset``: the session was rebuilt (restart, seek back). ``verdicts``: new
-    verdicts to append to the log, in order.
+    ``transitions``: the subset whose *state* changed or that appeared. ``added``: ids of
+    cards that appeared, in order (a render appends them when they come after every card
+    shown, else redoes the list). ``layout``: the whole list of cards is to be redone;
+    ``reset``: the session was rebuilt (restart, seek back). ``verdicts``: new verdicts to
+    append to the log, in order. ``results``: the list of owed error results is to be
+    redone; ``results_added``: the calls (card ids) owing results added to it, appended
+    like cards.
     """
 
     cards: set[str] = field(default_factory=set)
     transitions: set[str] = field(default_factory=set)
+    added: list[str] = field(default_factory=list)
     layout: bool = False
     status: bool = False
     controls: bool = False
     results: bool = False
+    results_added: list[str] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
     reset: bool = False
 
     def any(self) -> bool:
-        return bool(self.cards or self.layout or self.status or self.controls or self.results or self.verdicts or self.reset)
+        return bool(
+            self.cards or self.added or self.layout or self.status or self.controls or self.results or self.results_added or self.verdicts or self.reset
+        )
 
     @property
     def essential(self) -> bool:
@@ -73,17 +83,21 @@ class Changes:
         card, a rebuild or a status/control change. Progress-only changes (byte and
         fragment counts, the event counter) may be dropped for a slow viewer because a
         later render supersedes them."""
-        return bool(self.transitions or self.verdicts or self.layout or self.reset or self.controls or self.results)
+        return bool(
+            self.transitions or self.verdicts or self.added or self.layout or self.reset or self.controls or self.results or self.results_added
+        )
 
     def merge(self, other: Changes) -> Changes:
         """A new :class:`Changes` covering both ``self`` and the later ``other``."""
         return Changes(
             cards=self.cards | other.cards,
             transitions=self.transitions | other.transitions,
+            added=list(dict.fromkeys([*self.added, *other.added])),
             layout=self.layout or other.layout,
             status=self.status or other.status,
             controls=self.controls or other.controls,
             results=self.results or other.results,
+            results_added=list(dict.fromkeys([*self.results_added, *other.results_added])),
             verdicts=[*self.verdicts, *other.verdicts],
             reset=self.reset or other.reset,
         )

@@ -17,8 +17,10 @@ from typing import Any, Literal
 
 from assembler.demos import DEMOS
 from assembler.mockwire import MockDialect
-from assembler.registry import RegistryError, ToolRegistry
+from assembler.registry import RegistryError
 from assembler.untrusted import parse_json
+
+from .sources import registry_from_tools
 
 API = Literal["chat", "responses", "messages"]
 #: Form value → (dialect, path below the upstream's base URL).
@@ -103,7 +105,7 @@ def build_request(upstream: str, api: str, model: str, tools_text: str, prompt: 
     dialect, path = APIS[api]
     converted = convert_tools(tools, api)
     try:
-        ToolRegistry.from_tools(converted).ensure_usable()  # the session judges calls by them: refuse what it cannot use
+        registry_from_tools(converted).ensure_usable()  # the session judges calls by them: refuse what it cannot use
     except RegistryError as exc:
         raise ConnectError(f"The tools cannot be used: {exc}.") from None
     text = prompt.strip() or "Use the tools."

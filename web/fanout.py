@@ -145,7 +145,13 @@ class Broadcaster:
     # ------------------------------------------------------------------ viewers
 
     def subscribe(self) -> Viewer:
-        """A new viewer whose first frame is the whole current state."""
+        """A new viewer whose first frame is the whole current state. Cards, verdicts or owed
+        results that appeared before it and are not rendered yet are in that state already:
+        the next render redoes those lists for every viewer instead of appending them
+        (twice, for this one)."""
+        pending = self.session.pending
+        if pending.added or pending.verdicts or pending.results_added:
+            self.session.pending = pending.merge(Changes(layout=True, results=True, reset=True))
         self.connected += 1
         viewer = Viewer(
             self.capacity,

@@ -41,6 +41,7 @@ from assembler.sse import SSEDecoder
 
 from .credentials import describe_error, scrub_bytes, scrub_text, scrub_value  # describe_error: re-exported
 from .session import Session, Status
+from .sources import registry_from_tools
 from .store import tool_names
 
 log = logging.getLogger("toollatch.web")
@@ -125,13 +126,25 @@ class IncrementalCapture:
         return _parse_payload(scrub_text(text, self.secrets), None, self.name, line, self._offset)
 
 
+def usable_registry(tools: Any) -> ToolRegistry | None:
+    """The registry of request-supplied ``tools`` (any JSON shape), or None when there are
+    none or they cannot be used as one (logged by exception type only, never content)."""
+    if tools is None:
+        return None
+    try:
+        return registry_from_tools(tools)
+    except RegistryError as exc:
+        log.warning("live session: request tools not usable as a registry (%s)", type(exc).__name__)
+        return None
+
+
 def _request_registry(tools: list[dict[str, Any]] | None) -> tuple[ToolRegistry | None, str | None]:
     """``(registry, None)`` for a request's usable tools; ``(None, why)`` when they cannot be a
     registry, ``why`` naming the tool, place and rule (:class:`RegistryError`), never a schema value."""
     if tools is None:
         return None, None
     try:
-        return ToolRegistry.from_tools(tools), None
+        return registry_from_tools(tools), None
     except RegistryError as exc:
         why = str(exc)
     except Exception as exc:  # a shape the registry does not expect: its text could quote the request

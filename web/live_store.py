@@ -31,11 +31,10 @@ from assembler.export import redact_capture, stray_argument_text
 from assembler.retell import retell_body, untold_arguments
 from assembler import jsontext
 from assembler.model import CallState
-from assembler.registry import RegistryError, ToolRegistry
 
 from .credentials import scrub_bytes, scrub_text
 from .fanout import Broadcaster
-from .live import LiveSession, LiveSource
+from .live import LiveSession, LiveSource, usable_registry
 from .render import Renderer
 from .replay import SessionStore
 from .session import Session
@@ -313,12 +312,8 @@ def replay_bytes(stored: StoredSource) -> bytes:
 def recording_source(stored: StoredSource, config: Any) -> LoadedSource:
     """A replayable source from a stored recording (same verdicts as the live session)."""
     data = replay_bytes(stored)
-    try:
-        registry = ToolRegistry.from_tools(stored.tools) if stored.tools else None
-    except RegistryError as exc:  # names the tool, place and rule, never a schema value
-        raise SourceError(f"The recording's request tools cannot be used as a registry: {exc}.", status=422) from None
-    except Exception as exc:  # a shape the registry does not expect: its text could quote the request
-        raise SourceError(f"The recording's request tools cannot be used as a registry ({type(exc).__name__}).", status=422) from None
+    registry = usable_registry(stored.tools) if stored.tools else None
+    tools = stored.tools if registry is not None else None  # as live: tools that cannot be used check nothing
     count, dialect = check(data, stored.name, config, registry)
     cancel_after = stored.meta.get("cancel_after") if stored.meta.get("end") == "cancelled" else None
     if not data:
@@ -331,6 +326,6 @@ def recording_source(stored: StoredSource, config: Any) -> LoadedSource:
         data,
         count,
         dialect,
-        stored.tools,
+        tools,
         cancel_after if isinstance(cancel_after, int) else None,
     )

@@ -21,8 +21,10 @@ Outcomes: upstream ended → the client's response ends normally and the session
 (complete or truncated); upstream dropped mid-body → the client's stream is aborted too
 and the session ends truncated; client disconnected → the upstream request is closed and
 the session ends cancelled; Stop on the session page → the upstream request is closed,
-the client's stream aborted, open calls CANCELLED. Connect failure → ``502`` with a JSON
-error naming the upstream; an upstream 4xx/5xx reaches the client unchanged and shows on
+the client's stream aborted, open calls CANCELLED. Any failure before the upstream answers
+(:func:`open_upstream`: a path that is not a URL → ``400``, connect failure → ``502``...)
+is a JSON error in the provider's shape (:mod:`web.proxy_errors`) naming the upstream, and
+ends the session (ERROR); an upstream 4xx/5xx reaches the client unchanged and shows on
 the session.
 """
 
@@ -49,6 +51,7 @@ from .credentials import (  # the credential rules, re-exported for the proxy's 
 from .live import LiveSession, LiveSource, endpoint_dialect
 from .live_store import LiveSessionStore
 from .mock import MockProvider, MockTransport
+from .proxy_errors import control_character, error_json, error_shape  # error_shape: re-exported
 from .settings import Settings
 
 log = logging.getLogger("toollatch.proxy")
@@ -72,6 +75,20 @@ def forward_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
     out = [(k, v) for k, v in headers if k.lower() not in _HOP]
     out.append(("accept-encoding", "identity"))
     return out
+
+
+def header_bytes(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    """Headers as bytes for httpx: latin-1, i.e. the very bytes an ASGI server decoded them
+    from, so a value that is not ASCII is forwarded unchanged instead of failing to encode;
+    UTF-8 for text beyond latin-1 (a header the dashboard itself set)."""
+
+    def encode(text: str) -> bytes:
+        try:
+            return text.encode("latin-1")
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "surrogatepass")
+
+    return [(encode(k), encode(v)) for k, v in headers]
 
 
 class Upstreams:
@@ -121,10 +138,6 @@ def connect_error(name: str, base: str, exc: Exception) -> str:
     userinfo or query (:func:`~assembler.urls.scrub_url`), and the exception's type only."""
     where = "the built-in mock" if base == MOCK_BASE else scrub_url(base)
     return f"toollatch proxy: cannot reach upstream {name!r} at {where} ({type(exc).__name__})."
-
-
-def error_json(status: int, kind: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"type": kind, "message": message, "code": kind}}, status_code=status)
 
 
 async def conclude(store: LiveSessionStore, session: LiveSession, outcome: str, detail: str, secrets: list[str]) -> None:
@@ -199,9 +212,9 @@ class ProxyStream(Response):
         self.session = session
         self.store = store
         self.secrets = secrets
-        self.raw_headers = [
-            (k.encode("latin-1"), v.encode("latin-1")) for k, v in upstream.headers.multi_items() if k.lower() not in _HOP_RESPONSE
-        ]
+        # The upstream's header bytes as received: decoding and re-encoding them could fail
+        # (or change them) for a value that is not ASCII.
+        self.raw_headers = [(k, v) for k, v in upstream.headers.raw if k.lower().decode("latin-1") not in _HOP_RESPONSE]
         self._teed: list[bytes] = []  # forwarded, not yet assembled
 
     async def _pump(self, send: Send) -> None:
@@ -272,7 +285,7 @@ async def consume(upstream: httpx.Response, session: LiveSession, store: LiveSes
             store.flush(session)
     except asyncio.CancelledError:
         outcome = "stopped"
-    except httpx.HTTPError as exc:
+    except Exception as exc:  # httpx.HTTPError, or anything else the transport raised mid-body
         outcome, detail = "dropped", type(exc).__name__
     finally:
         await upstream.aclose()
@@ -283,20 +296,48 @@ async def open_upstream(
     upstreams: Upstreams, store: LiveSessionStore, name: str, method: str, path: str, query: str,
     headers: list[tuple[str, str]], body: bytes, session: LiveSession | None,
 ) -> httpx.Response | JSONResponse:
-    """Send the request upstream (streaming); on a connect failure a 502 JSON error (and the session says so)."""
+    """Send the request upstream (streaming) and return the upstream's response once its
+    status and headers arrived. Any failure before that ends ``session`` (status ERROR, the
+    message on its page) and is answered with a JSON error in the provider's shape
+    (:func:`error_json`), never raised:
+
+    * ``400 invalid_request_error``: the request cannot be forwarded as it is: its path or
+      query holds a control character (``%00``: :func:`control_character`) or is otherwise
+      not a valid URL (too long: ``httpx.InvalidURL``, ``ValueError``), or its headers are
+      not valid HTTP (``httpx.LocalProtocolError``);
+    * ``502 upstream_unreachable``: the upstream cannot be reached or broke off before
+      answering (any other ``httpx.HTTPError``: connect, TLS, timeout, protocol errors);
+    * ``502 upstream_request_failed``: anything else the client or transport raised.
+
+    Messages name the upstream and the kind of fault (exception type), never a header,
+    a query value or the body. Cancelled (server shutdown): the session is cancelled and
+    the cancellation goes on.
+    """
     target = upstreams.target(name, path, query)
     assert target is not None
     client, url = target
+    fault = control_character(path, query)
+    if fault is not None:
+        message = f"toollatch proxy: the request cannot be forwarded to upstream {name!r}: {fault}."
+        return await _refuse(store, session, path, 400, "invalid_request_error", message)
     try:
-        request = client.build_request(method, url, headers=forward_headers(headers), content=body)
+        request = client.build_request(method, url, headers=header_bytes(forward_headers(headers)), content=body)
         upstream = await client.send(request, stream=True)
+    except asyncio.CancelledError:
+        if session is not None:
+            session.cancel("the request was cancelled before the upstream answered")
+            store.flush(session)
+        raise
+    except (httpx.InvalidURL, httpx.LocalProtocolError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+        where = "its headers are not valid HTTP" if isinstance(exc, httpx.LocalProtocolError) else "its path or query is not a valid URL"
+        message = f"toollatch proxy: the request cannot be forwarded to upstream {name!r}: {where} ({type(exc).__name__})."
+        return await _refuse(store, session, path, 400, "invalid_request_error", message)
     except httpx.HTTPError as exc:
         message = connect_error(name, upstreams.base(name) or "", exc)
-        log.warning("%s", message)
-        if session is not None:
-            session.failed(message)
-            await store.finished(session, [])
-        return error_json(502, "upstream_unreachable", message)
+        return await _refuse(store, session, path, 502, "upstream_unreachable", message)
+    except Exception as exc:
+        message = f"toollatch proxy: the request to upstream {name!r} failed before it answered ({type(exc).__name__})."
+        return await _refuse(store, session, path, 502, "upstream_request_failed", message)
     if session is not None:
         session.live_source.http_status = upstream.status_code
         session.live_source.content_type = upstream.headers.get("content-type")
@@ -315,6 +356,15 @@ def split_path(path: str) -> tuple[str, str]:
     if "#" in path or "#" in query:
         raise ValueError("the path holds an encoded '#' (%23): a URL fragment is never sent upstream; remove it")
     return path, query
+
+
+async def _refuse(store: LiveSessionStore, session: LiveSession | None, path: str, status: int, kind: str, message: str) -> JSONResponse:
+    """End ``session`` with ``message`` (status ERROR) and answer the client with it."""
+    log.warning("%s", message)
+    if session is not None:
+        session.failed(message)
+        await store.finished(session, [])
+    return error_json(status, kind, message, path)
 
 
 def new_session(store: LiveSessionStore, name: str, path: str, body: bytes, secrets: list[str] | None = None) -> LiveSession:

@@ -24,7 +24,7 @@ import jinja2
 
 from assembler import jsontext
 from assembler.demos import Demo
-from assembler.model import CallState
+from assembler.model import CallState, ToolResult
 
 from . import diagram
 from .triage import card_diagnosis
@@ -101,6 +101,34 @@ def demo_groups(demos: list[Demo]) -> list[dict[str, Any]]:
     return list(groups.values())
 
 
+def appended_cards(session: Session, added: list[str]) -> list[Card] | None:
+    """The cards ``added`` since the last render, in provider order, when they all come after
+    every card shown before (the usual case: a render appends only them, whatever the number
+    of cards); None when the list must be redone (one came between cards already shown, or
+    they are the first cards, replacing the "no tool calls" note)."""
+    ids = {cid for cid in added if cid in session.cards}
+    if not ids:
+        return []
+    ordered = session.ordered_cards
+    if len(ordered) == len(ids):
+        return None
+    tail = ordered[-len(ids):]
+    return tail if {card.id for card in tail} == ids else None
+
+
+def appended_owed(session: Session, owners: list[str]) -> list[tuple[int, ToolResult]] | None:
+    """The owed results of the calls ``owners`` (added since the last render), in order, when
+    they all come after every result shown before; None when the list must be redone (one
+    came between them, or they are the first, replacing the "none yet" note)."""
+    ids = set(owners)
+    if not ids:
+        return []
+    tail = session.owed.last(len(ids))
+    if len(session.owed) == len(ids) or {owner for owner, _, _ in tail} != ids:
+        return None
+    return [(stream, result) for _, stream, result in tail]
+
+
 class Renderer:
     """Renders pages and live-update messages from one template directory."""
 
@@ -140,11 +168,7 @@ class Renderer:
 
     def session_context(self, session: Session) -> dict[str, Any]:
         """Variables every session template uses."""
-        return {
-            "s": session,
-            "cards": session.ordered_cards,
-            "multi_stream": len({c.stream for c in session.cards.values()}) > 1 or len(session.ends) > 1,
-        }
+        return {"s": session, "cards": session.ordered_cards, "multi_stream": session.multi_stream}  # no per-card work
 
     def _part(self, name: str, session: Session, **extra: Any) -> str:
         return self.env.get_template(f"partials/{name}").render(**self.session_context(session), oob=True, **extra)
@@ -161,15 +185,22 @@ class Renderer:
             parts.append(self._part("_quirks.html", session))
         if changes.controls:
             parts.append(self._part("_controls.html", session))
-        if changes.layout or changes.reset or (changes.status and not session.cards):  # "No tool calls yet / in this stream"
+        appended = None if changes.layout or changes.reset else appended_cards(session, changes.added)
+        if appended is None or (changes.status and not session.cards):  # "No tool calls yet / in this stream"
             parts.append(self._part("_calls.html", session))
         else:
-            for cid in sorted(changes.cards):
+            if appended:
+                parts.append(self._part("_cards_added.html", session, added=appended))
+            fresh = {card.id for card in appended}
+            for cid in sorted(changes.cards - fresh):
                 card = session.cards.get(cid)
                 if card is not None:
                     parts.append(self.card(session, card))
-        if changes.results or changes.reset:
+        appended_results = None if changes.results or changes.reset else appended_owed(session, changes.results_added)
+        if appended_results is None:
             parts.append(self._part("_results.html", session))
+        elif appended_results:
+            parts.append(self._part("_results_added.html", session, added=appended_results))
         if changes.reset:
             parts.append(self._part("_verdicts.html", session, verdicts=session.verdicts, mode="innerHTML"))
         elif changes.verdicts:

@@ -18,7 +18,9 @@ to event ``n - 1`` rebuilds the very same state.
 
 from __future__ import annotations
 
+import bisect
 import enum
+import itertools
 import logging
 import math
 from collections.abc import Callable, Iterator
@@ -33,10 +35,15 @@ from assembler.pipeline import Pipeline
 from assembler.redact import AssemblyEvent, CallView, hide_open_progress, hide_progress
 
 from .cards import Card, Changes, EndState, Verdict, card_id
+from .owed import OwedResults
 from .settings import speed_label, speed_value
 from .sources import LoadedSource
 
 log = logging.getLogger("toollatch.web")
+
+#: Creation numbers: every session takes the next one, so a larger ``seq`` is a newer session
+#: whatever was evicted meanwhile (session ids are random).
+_CREATED = itertools.count(1)
 
 
 class Status(str, enum.Enum):
@@ -54,6 +61,10 @@ class Status(str, enum.Enum):
         return self in (Status.FINISHED, Status.CANCELLED, Status.ERROR)
 
 
+def _provider_order(card: Card) -> tuple[int, tuple[int, ...]]:
+    return card.stream, card.view.key
+
+
 class Session:
     """Replay state of one source. Not thread-safe; used from the event loop only."""
 
@@ -61,6 +72,7 @@ class Session:
         self, sid: str, source: LoadedSource, config: AssembleConfig, rate: float, speed: float = 1.0, metrics: Metrics | None = None
     ) -> None:
         self.id = sid
+        self.seq = next(_CREATED)  # creation order in this process: larger is newer
         self.metrics = metrics  # observed on the first pass only: restarts and seeks rebuild
         self.source = source
         self.config = config
@@ -89,6 +101,8 @@ class Session:
             progress_events=self.forward_progress,
         )
         self.cards: dict[str, Card] = {}
+        self._ordered: list[Card] = []  # the cards in provider order, kept sorted as they appear
+        self._owed = OwedResults(self.config.finalize_order == "arrival")
         self.ends: dict[int, EndState] = {}
         self.verdicts: list[Verdict] = []
         self.error: str | None = None
@@ -155,23 +169,27 @@ class Session:
     def quirk_counts(self) -> dict[str, int]:
         """Quirks met so far, summed over streams, in order of first sighting."""
         counts: dict[str, int] = {}
-        for stream in self.pipeline.results():
+        for stream in self.pipeline.streams:
             for name, count in stream.quirks.items():
                 counts[name] = counts.get(name, 0) + count
         return counts
 
     @property
     def ordered_cards(self) -> list[Card]:
-        """Cards in provider order (stream, then key)."""
-        return sorted(self.cards.values(), key=lambda c: (c.stream, c.view.key))
+        """Cards in provider order (stream, then key). The session's own list, kept sorted as
+        cards appear (no sort per call): read it, do not change it."""
+        return self._ordered
+
+    @property
+    def multi_stream(self) -> bool:
+        """The input holds more than one stream (so far): cards then name their stream."""
+        return len(self.ends) > 1 or (bool(self._ordered) and self._ordered[0].stream != self._ordered[-1].stream)
 
     @property
     def results(self) -> list[tuple[int, ToolResult]]:
-        """Error results owed so far, as (stream, result), in provider order."""
-        out: list[tuple[int, ToolResult]] = []
-        for index, stream in enumerate(self.pipeline.results()):
-            out.extend((index, r) for r in stream.results)
-        return out
+        """Error results owed so far, as (stream, result), in provider order: the pipeline's
+        stream results' ``results``, kept incrementally (:class:`~web.owed.OwedResults`)."""
+        return self._owed.results()
 
     def set_status(self, status: Status) -> None:
         if status is not self.status:
@@ -261,8 +279,12 @@ class Session:
         """Fold one assembly event into the redacted state."""
         if event.kind == "stream_end" and event.end is not None:
             self.ends[event.stream] = EndState(event.end, event.detail)
-            self._refresh_results()
             self.pending.status = True
+            stream = self.pipeline.streams[event.stream]
+            self.pending.cards |= self._owed.recount_shared(event.stream, lambda card: stream.outcome(card.view.key))
+            self._take_owed_news()
+            if not self._owed:  # the results panel says why there are none
+                self.pending.results = True
             detail = f" ({event.detail})" if event.detail else ""
             self._announce(Verdict(f"Stream {event.stream} ended: {event.end}{detail}", "stream"))
             return
@@ -274,13 +296,15 @@ class Session:
         cid = card_id(event.stream, view.key)
         card = self.cards.get(cid)
         was: CallState | None = None
+        old_id: str | None = None
         if card is None:
             card = self.cards[cid] = Card(event.stream, view)
-            self.pending.layout = True
+            bisect.insort(self._ordered, card, key=_provider_order)
+            self.pending.added.append(cid)
         else:
             if card.view == view:
                 return  # e.g. a fragment while its counts are withheld: nothing to send
-            was = card.view.state
+            was, old_id = card.view.state, card.view.call_id
         card.view = view
         self.pending.cards.add(cid)
         if view.state is not was:
@@ -290,8 +314,10 @@ class Session:
             committed = self.pipeline.committed(event.stream, view.key)
             if committed is not None:
                 card.arguments = self.scrubbed(committed.arguments)
-        if view.state.terminal and (was is None or not was.terminal):
-            self._refresh_results()
+        verdict = view.state.terminal and (was is None or not was.terminal)
+        if verdict or was is None or old_id != view.call_id:
+            self._settle_result(card, created=was is None, old_id=old_id)
+        if verdict:
             name = view.name or "unnamed call"
             reason = f": {view.reason}" if view.reason else ""
             self._announce(Verdict(f"{name} ({view.call_id or 'no id'}) {view.state.name}{reason}", view.state.value))
@@ -300,15 +326,28 @@ class Session:
         self.verdicts.append(verdict)
         self.pending.verdicts.append(verdict)
 
-    def _refresh_results(self) -> None:
-        """Attach error results to their cards (by ``tool_call_id`` within the stream)."""
-        for stream, result in self.results:
-            for card in self.cards.values():
-                if card.stream == stream and card.view.call_id is not None and card.view.call_id == result.tool_call_id:
-                    if card.result != result:
-                        card.result = result
-                        self.pending.cards.add(card.id)
-        self.pending.results = True
+    def _settle_result(self, card: Card, *, created: bool, old_id: str | None) -> None:
+        """Bring the owed results and the cards' error results up to date after ``card``
+        appeared, changed its ``tool_call_id`` or got its verdict: constant work for a call
+        whose id no other call of its stream carries."""
+        outcome = None
+        if card.view.state.terminal:
+            outcome = self.pipeline.streams[card.stream].outcome(card.view.key)
+        self.pending.cards |= self._owed.update(card, created=created, old_id=old_id, outcome=outcome)
+        self._take_owed_news()
+
+    def _take_owed_news(self) -> None:
+        """Results added to the owed list are appended on screen; any other change redoes it."""
+        added, rewritten = self._owed.take_news()
+        if rewritten:
+            self.pending.results = True  # the list is redone
+        else:
+            self.pending.results_added.extend(added)
+
+    @property
+    def owed(self) -> OwedResults:
+        """The owed results, with the calls owing them (:class:`~web.owed.OwedResults`)."""
+        return self._owed
 
     # ------------------------------------------------------------------ JSON
 

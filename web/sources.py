@@ -41,6 +41,18 @@ def tools_path(capture: Path) -> Path:
     return capture.with_name(capture.name.rsplit(".", 1)[0] + TOOLS_SUFFIX)
 
 
+def registry_from_tools(tools: Any) -> ToolRegistry:
+    """:meth:`ToolRegistry.from_tools` for a tools array of any JSON shape: every fault,
+    including one the schema library trips over (a ``$schema`` that is not a string...),
+    is raised as :class:`RegistryError` naming the entry, never as another exception."""
+    try:
+        return ToolRegistry.from_tools(tools)
+    except RegistryError:
+        raise
+    except Exception as exc:  # jsonschema on a hostile schema: TypeError, AttributeError, RecursionError...
+        raise RegistryError(f"a tool's JSON Schema cannot be compiled ({type(exc).__name__})") from None
+
+
 class SourceError(Exception):
     """An input cannot be used; ``str(exc)`` is a message fit for the page.
 
@@ -90,7 +102,8 @@ class LoadedSource:
         return iter_events(self.data, self.name)
 
     def registry(self) -> ToolRegistry | None:
-        return ToolRegistry.from_tools(self.tools) if self.tools is not None else None
+        """The registry of ``tools`` (None without tools); raises :class:`RegistryError`."""
+        return registry_from_tools(self.tools) if self.tools is not None else None
 
     def meta(self) -> dict[str, Any]:
         """JSON description (no capture content)."""
@@ -101,7 +114,7 @@ class LoadedSource:
             "dialect": self.dialect,
             "size": self.size,
             "events": self.count,
-            "tools": [_tool_name(t) for t in self.tools] if self.tools is not None else None,
+            "tools": [_tool_name(t) for t in self.tools] if isinstance(self.tools, list) else None,
             "cancel_after": self.cancel_after,
             "stored_id": self.stored_id,
         }
@@ -116,9 +129,13 @@ class CaptureInfo:
     has_tools: bool
 
 
-def _tool_name(tool: dict[str, Any]) -> str:
+def _tool_name(tool: Any) -> str:
+    """A tool's name, or ``?`` for an entry that has none (or is not an object)."""
+    if not isinstance(tool, dict):
+        return "?"
     spec = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-    return str(spec.get("name", "?"))
+    name = spec.get("name")
+    return name if isinstance(name, str) and name else "?"
 
 
 # ------------------------------------------------------------------ listing
@@ -175,7 +192,7 @@ def parse_tools(raw: bytes, name: str) -> list[dict[str, Any]]:
     if isinstance(doc, dict) and "tools" in doc:
         doc = doc["tools"]
     try:
-        ToolRegistry.from_tools(doc).ensure_usable()  # a $ref that does not resolve is refused here
+        registry_from_tools(doc).ensure_usable()  # a $ref that does not resolve is refused here
     except RegistryError as exc:
         raise SourceError(f"Tools file {name}: {exc}") from None
     return list(doc)
@@ -223,7 +240,7 @@ def load_upload(filename: str, data: bytes, tools_raw: bytes | None, tools_name:
 def _from_bytes(
     kind: SourceKind, name: str, data: bytes, tools: list[dict[str, Any]] | None, config: AssembleConfig, *, title: str
 ) -> LoadedSource:
-    registry = ToolRegistry.from_tools(tools) if tools is not None else None
+    registry = registry_from_tools(tools) if tools is not None else None
     count, dialect = check(data, name, config, registry)
     kind_text = "Uploaded" if kind == "upload" else "Recorded"
     description = f"{kind_text} {dialect or 'provider'} stream, replayed through the assembler" + (

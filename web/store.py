@@ -199,7 +199,12 @@ class Store:
 
 
 def tool_names(tools: object) -> list[str]:
-    """Tool names in a request's tools array (OpenAI Chat/Responses, Anthropic, Gemini)."""
+    """Tool names in a request's tools array (OpenAI Chat/Responses, Anthropic, Gemini).
+
+    ``tools`` is whatever JSON the request carried: anything that is not a list gives no
+    names, and an entry that is not a tool (not an object, a name that is not a string, a
+    ``functionDeclarations`` that is not a list) is skipped. Never raises.
+    """
     names: list[str] = []
     for tool in tools if isinstance(tools, list) else []:
         if not isinstance(tool, dict):
@@ -209,9 +214,11 @@ def tool_names(tools: object) -> list[str]:
             names.append(fn["name"])
         elif isinstance(tool.get("name"), str):
             names.append(tool["name"])
-        for decl in tool.get("functionDeclarations") or tool.get("function_declarations") or []:
-            if isinstance(decl, dict) and isinstance(decl.get("name"), str):
-                names.append(decl["name"])
+        for field_name in ("functionDeclarations", "function_declarations"):
+            declarations = tool.get(field_name)
+            for decl in declarations if isinstance(declarations, list) else []:
+                if isinstance(decl, dict) and isinstance(decl.get("name"), str):
+                    names.append(decl["name"])
     return list(dict.fromkeys(n for n in names if n))
 
 

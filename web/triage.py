@@ -187,14 +187,12 @@ async def full_results(session: Session) -> list[StreamResult]:
 
 
 def outcome(session: Session, stream: int, key: tuple[int, ...]) -> CallOutcome | None:
-    """The session's current outcome record of one call."""
+    """The session's current outcome record of one call (that call's alone: a card render
+    does not build the records of every call)."""
     streams = session.pipeline.streams
     if not 0 <= stream < len(streams):
         return None
-    for call in streams[stream].result().calls:
-        if call.key == key:
-            return call
-    return None
+    return streams[stream].outcome(key)
 
 
 def card_diagnosis(session: Session, card: Card) -> dict[str, Any] | None:
@@ -235,18 +233,37 @@ def _compute(source: LoadedSource, dialect: str | None, position: int, results: 
                 "context": None,
             }
             if call.diagnosis.get("kind") in ("invalid", "incomplete") and dialect and len(diagnoses) < MAX_CONTEXTS:
-                fragments = breakpoint.call_fragments(events, dialect, stream, call.key)
-                context = breakpoint.break_context(fragments, call.diagnosis) if fragments is not None else None
-                if context is not None and fragments is not None:
-                    entry["context"] = context.to_json()
-                    if reveal:
-                        before, after = breakpoint.text_window(fragments, context.offset)
-                        entry["revealed"] = {"before": before, "after": after}
+                try:
+                    _add_context(entry, events, dialect, stream, call, reveal)
+                except Exception as exc:  # a provider event of a shape the re-read cannot take: no context, named
+                    log.warning("triage: break context of a call not recovered (%s)", type(exc).__name__)
+                    entry["context_error"] = f"The token classes around the break could not be recovered ({type(exc).__name__})."
             diagnoses.append(entry)
     lane: list[dict[str, Any]] | None = None
+    lane_error: str | None = None
     if done and dialect:
-        lane = [_lane_row(a) for a in naive_lane(events, dialect, results)]
-    return {"diagnoses": diagnoses, "other_failures": others, "naive_lane": lane}
+        try:
+            lane = [_lane_row(a) for a in naive_lane(events, dialect, results)]
+        except Exception as exc:  # e.g. a hostile choices[].index: only the lane is lost, named
+            log.warning("triage: naive-client lane failed with %s", type(exc).__name__)
+            lane_error = (
+                "The naive-client lane is unavailable for this stream: a provider event has a shape "
+                f"the naive strategies cannot read ({type(exc).__name__})."
+            )
+    return {"diagnoses": diagnoses, "other_failures": others, "naive_lane": lane, "naive_lane_error": lane_error}
+
+
+def _add_context(entry: dict[str, Any], events: Events, dialect: str, stream: int, call: CallOutcome, reveal: bool) -> None:
+    """Set ``entry["context"]`` (token classes around the break) and, when ``reveal``,
+    ``entry["revealed"]``, from the call's fragments re-read from the source."""
+    assert call.diagnosis is not None
+    fragments = breakpoint.call_fragments(events, dialect, stream, call.key)
+    context = breakpoint.break_context(fragments, call.diagnosis) if fragments is not None else None
+    if context is not None and fragments is not None:
+        entry["context"] = context.to_json()
+        if reveal:
+            before, after = breakpoint.text_window(fragments, context.offset)
+            entry["revealed"] = {"before": before, "after": after}
 
 
 def _lane_row(action: NaiveAction) -> dict[str, Any]:
@@ -280,7 +297,7 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
             computed = await asyncio.to_thread(_compute, session.source, session.pipeline.dialect, session.position, results, done, reveal)
         except Exception as exc:  # never a 500: the lane and contexts are extras
             log.error("session %s: triage failed with %s", session.id, type(exc).__name__)
-            computed = {"diagnoses": [], "other_failures": [], "naive_lane": None, "error": f"Triage failed ({type(exc).__name__})."}
+            computed = {"diagnoses": [], "other_failures": [], "naive_lane": None, "naive_lane_error": None, "error": f"Triage failed ({type(exc).__name__})."}
         cache.state, cache.view = state, computed
     # Ended without a stream (an upstream HTTP error, a connect failure): say what happened
     # and offer nothing that would have no stream to work on.
