@@ -37,7 +37,7 @@ from .fanout import Broadcaster
 from .live import LiveSession, LiveSource, usable_registry
 from .render import Renderer
 from .replay import SessionStore
-from .session import Session
+from .session import Session, Status
 from .sources import LoadedSource, SourceError, check
 from .store import Store, StoredSource
 
@@ -66,6 +66,10 @@ class LiveRenderer(Renderer):
 
     def _part(self, name: str, session: Session, **extra: Any) -> str:
         return super()._part(_LIVE_PARTS.get(name, name) if is_live(session) else name, session, **extra)
+
+
+#: Longest a finished live session's recording waits for the other live streams to end.
+RECORDING_DEFER_S = 5.0
 
 
 class LiveSessionStore(SessionStore):
@@ -129,10 +133,20 @@ class LiveSessionStore(SessionStore):
 
     async def finished(self, session: LiveSession, forwarded_secrets: list[str]) -> None:
         """A live session ended: render the end, then save the recording in a worker thread
-        (a database write, with its fsync, must not stall the other streams on the loop)."""
+        (a database write, with its fsync, must not stall the other streams on the loop).
+
+        The recording is read through once (:func:`download_as_received`): that work waits
+        until no other live stream is running, up to :data:`RECORDING_DEFER_S` seconds, so
+        it never competes with forwarding for the interpreter."""
         self.flush(session)
         if self.recordings is None or not session.live_source.size:
             return
+        waited = 0.0
+        while waited < RECORDING_DEFER_S and any(
+            s is not session and s.status is Status.PLAYING for s in self.live_sessions()
+        ):
+            await asyncio.sleep(0.05)
+            waited += 0.05
         try:  # the recording is read through once: off the event loop
             as_received = await asyncio.to_thread(download_as_received, session)
         except Exception as exc:  # never a 500: the redacted download is always safe
