@@ -300,7 +300,7 @@ def main() -> int:
             skip = dict(quick_skip) if size > 2048 else {}
             if size > 65536:
                 skip["langchain-core"] = "quadratic (one pass would take minutes)"
-            secs = run_workload(name, build(calls, size), dialect, reps, repeats, slow_cap_s=5 if args.quick else 20, skip=skip)
+            secs = run_workload(name, build(calls, size), dialect, reps, repeats, slow_cap_s=1 if args.quick else 20, skip=skip)
             record(name, secs)
             per_size[name] = secs["toollatch"] / reps
 
