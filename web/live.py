@@ -126,31 +126,22 @@ class IncrementalCapture:
         return _parse_payload(scrub_text(text, self.secrets), None, self.name, line, self._offset)
 
 
-def usable_registry(tools: Any) -> ToolRegistry | None:
-    """The registry of request-supplied ``tools`` (any JSON shape), or None when there are
-    none or they cannot be used as one (logged by exception type only, never content)."""
-    if tools is None:
-        return None
-    try:
-        return registry_from_tools(tools)
-    except RegistryError as exc:
-        log.warning("live session: request tools not usable as a registry (%s)", type(exc).__name__)
-        return None
-
-
-def _request_registry(tools: list[dict[str, Any]] | None) -> tuple[ToolRegistry | None, str | None]:
-    """``(registry, None)`` for a request's usable tools; ``(None, why)`` when they cannot be a
-    registry, ``why`` naming the tool, place and rule (:class:`RegistryError`), never a schema value."""
+def request_registry(tools: Any) -> tuple[ToolRegistry | None, str | None]:
+    """``(registry, None)`` for a request's usable tools (any JSON shape); ``(None, why)`` when
+    they cannot be a registry, ``why`` naming the tool, place and rule (:class:`RegistryError`,
+    which :func:`~web.sources.registry_from_tools` raises for every fault), never a schema value."""
     if tools is None:
         return None, None
     try:
         return registry_from_tools(tools), None
     except RegistryError as exc:
-        why = str(exc)
-    except Exception as exc:  # a shape the registry does not expect: its text could quote the request
-        why = f"a shape the registry cannot read ({type(exc).__name__})"
-    log.warning("live session: request tools not usable as a registry: %s", why)
-    return None, why
+        log.warning("live session: request tools not usable as a registry: %s", exc)
+        return None, str(exc)
+
+
+def usable_registry(tools: Any) -> ToolRegistry | None:
+    """The registry of request-supplied ``tools``, or None (see :func:`request_registry`)."""
+    return request_registry(tools)[0]
 
 
 class LiveSource:
@@ -181,7 +172,7 @@ class LiveSource:
         self.model = str(request.get("model")) if isinstance(request, dict) and request.get("model") is not None else None
         self.streaming = bool(isinstance(request, dict) and request.get("stream") is True)
         self.title = f"Live: {upstream} {endpoint}" + (f" · {self.model}" if self.model else "")
-        self._registry, self.registry_error = _request_registry(self.tools)
+        self._registry, self.registry_error = request_registry(self.tools)
         if self.registry_error is not None:
             checked = f"; the request's tools could not be used as a registry ({self.registry_error}), so names and schemas are not checked."
         elif self.tools:
