@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 
-from .browser_support import served
+from .browser_support import ARGS, CHROMIUM, checked_page, launched, require_chromium, served, shot  # noqa: F401  ARGS, CHROMIUM: re-exported
 
 from assembler.demos import CANARY_SECRET, DEMOS
 from assembler.stress import stress_demo
 
-from .conftest import ROOT
 
 try:
     from playwright import sync_api
@@ -34,10 +33,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 from web import Settings, create_app
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
 DONE = ".pill.status-finished, .pill.status-cancelled, .pill.status-error"
-SHOTS = ROOT / "test-artifacts" / "screenshots"
 STRESS = stress_demo(20_000, 4)
 #: A gateway-style stream: an SSE comment and CRLF line ends (quirks).
 QUIRKY = b": OPENROUTER PROCESSING\n\n" + DEMOS["openai-single"].wire.replace(b"\n", b"\r\n")
@@ -96,11 +92,7 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def base_url(captures: Path) -> Iterator[str]:
-    if not CHROMIUM.exists():
-        message = f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(message + "; CI is set, so this is a failure, not a skip")
-        pytest.skip(message)
+    require_chromium()
     port = _free_port()
     app = create_app(Settings(port=port, replay_rate=30, captures_dir=captures))
     with served(app, port) as url:
@@ -109,30 +101,14 @@ def base_url(captures: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser(base_url: str) -> Iterator[Any]:
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with launched() as chromium:
         yield chromium
-        chromium.close()
 
 
 @pytest.fixture
 def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    shot(page, request.node.name)
-    context.close()
-    assert errors == []
-
-
-def shot(page: Any, name: str) -> None:
-    """Save a full-page screenshot as ``test-artifacts/screenshots/<name>.png``."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
-    page.screenshot(path=str(SHOTS / f"{safe}.png"), full_page=True)
+    with checked_page(browser, request.node.name) as page:
+        yield page
 
 
 def start_demo(page: Any, base_url: str, name: str) -> None:

@@ -10,29 +10,24 @@ app's data directory in a temporary folder. Screenshots land in
 from __future__ import annotations
 
 import json
-import os
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from .browser_support import served
+from .browser_support import checked_page, launched, require_chromium, served
 
 from web import Settings, create_app
 
-from .test_web_browser import ARGS, CHROMIUM, _free_port, shot, sync_api
+from .test_web_browser import _free_port, shot
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if not CHROMIUM.exists():
-        message = f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(message + "; CI is set, so this is a failure, not a skip")
-        pytest.skip(message)
+    require_chromium()
     port = _free_port()
     app = create_app(Settings(port=port, replay_rate=30, data_dir=tmp_path_factory.mktemp("findings-data")))
     with served(app, port) as url:
@@ -41,23 +36,14 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser(base_url: str) -> Iterator[Any]:
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with launched() as chromium:
         yield chromium
-        chromium.close()
 
 
 @pytest.fixture
 def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="light")
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    yield page
-    shot(page, request.node.name)
-    context.close()
-    assert errors == []
+    with checked_page(browser, request.node.name) as page:
+        yield page
 
 
 

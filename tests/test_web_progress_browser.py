@@ -7,7 +7,6 @@ skipped without Chromium unless ``CI`` is set).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -17,8 +16,8 @@ import pytest
 from assembler.config import AssembleConfig
 from web import Settings, create_app
 
-from .browser_support import served
-from .test_web_browser import ARGS, CHROMIUM, DONE, _free_port, shot, sync_api
+from .browser_support import launched, require_chromium, served
+from .test_web_browser import DONE, _free_port, shot
 
 pytestmark = pytest.mark.browser
 
@@ -37,11 +36,7 @@ new MutationObserver(() => {
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if not CHROMIUM.exists():
-        message = f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(message + "; CI is set, so this is a failure, not a skip")
-        pytest.skip(message)
+    require_chromium()
     port = _free_port()
     config = AssembleConfig(ui_forward_partial_args=False)
     app = create_app(Settings(port=port, replay_rate=30, config=config, data_dir=tmp_path_factory.mktemp("progress-data")))
@@ -51,10 +46,8 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser(base_url: str) -> Iterator[Any]:
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+    with launched() as chromium:
         yield chromium
-        chromium.close()
 
 
 def test_an_open_call_shows_no_byte_count(browser: Any, base_url: str) -> None:
