@@ -146,7 +146,14 @@ def test_event_data_with_whitespace_around_the_json_parses(payload: str) -> None
 
 @pytest.mark.parametrize(
     ("payload", "where"),
-    [('{"a": 1} x', "at character 9"), ('  {"a": ', "at character 8"), ("{'a': 1}", "at character 1")],
+    [
+        ('{"a": 1} x', "at character 9"),
+        ('  {"a": ', "at character 8"),
+        ("{'a': 1}", "at character 1"),
+        # after the value only JSON's own whitespace may follow: not U+00A0 or a form feed
+        ('{"a": 1}\u00a0', "at character 8"),
+        ('{"a": 1} \x0c', "at character 9"),
+    ],
 )
 def test_event_data_that_is_not_json_names_the_character(payload: str, where: str) -> None:
     (event,) = read_capture(f"data: {payload}\n\n".encode(), "cap.sse")
