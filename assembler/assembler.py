@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from .config import DEFAULT_CONFIG, AssembleConfig
 from .finalize import Verdict, check_arguments
@@ -163,53 +164,44 @@ class Assembler:
     def apply(self, op: Op) -> list[AssemblyEvent]:
         """Apply one op; return the events it caused (possibly none)."""
         out: list[AssemblyEvent] = []
-        if type(op) is ArgsFragment and self.began and self._end is None:  # the hot path
-            self._fragment(op, out)
+        kind = type(op)
+        if kind is ArgsFragment and self.began and self._end is None:  # the hot path
+            self._fragment(op, out)  # type: ignore[arg-type]
             return out
-        if isinstance(op, Quirk):
-            self._quirk(op.name, out)
+        if kind is Quirk:
+            self._quirk(op.name, out)  # type: ignore[union-attr]
             return out
         if not self.began:
             self.began = True
             self._emit(out, "stream_start")
-        if isinstance(op, StreamStart):
+        if kind is StreamStart:
             return out
         if self._end is not None:
-            if not isinstance(op, Cancel):
+            if kind is not Cancel:
                 self._quirk("op_after_stream_end", out)
             return out
-        if isinstance(op, CallStart):
-            self._start(op, out)
-        elif isinstance(op, CallIdentity):
-            self._identity(op, out)
-        elif isinstance(op, ArgsFragment):
-            self._fragment(op, out)
-        elif isinstance(op, ArgsNotStrict):
-            call = self._calls.get(self._alias.get(op.key, op.key))
-            if call is not None and call.not_strict is None:
-                call.not_strict = op.problem  # judged at the latch: invalid_json
-        elif isinstance(op, BlockStop):
-            call = self._calls.get(self._alias.get(op.key, op.key))
-            if call is not None and call.machine.state is CallState.OPEN:
-                self._move(call, CallInput.ARGS_COMPLETE, out)
-                if call.executor == "client" and self.config.pipelined(call.name):
-                    # Pipelined commit: the block stopped and its key accepts no more
-                    # fragments; only tools the configuration names may skip the stream end.
-                    self._latch(call, out)
-        elif isinstance(op, CallTruncated):
-            call = self._calls.get(self._alias.get(op.key, op.key))
-            if call is not None and not call.machine.state.terminal:
-                call.diagnosis = call.cut_off("truncated")
-                self._fail(call, Reason.STREAM_TRUNCATED.with_detail(op.detail), out)
-        elif isinstance(op, StreamEnd):
-            self._finish_complete(op.detail, out)
-        elif isinstance(op, StreamTruncated):
-            self._finish_failed("truncated", Reason.STREAM_TRUNCATED, op.detail, out)
-        elif isinstance(op, StreamError):
-            self._finish_failed("error", Reason.STREAM_ERROR, op.detail, out)
-        elif isinstance(op, Cancel):
-            self._finish_cancelled(op.detail, out)
+        _HANDLERS[kind](self, op, out)
         return out
+
+    def _not_strict(self, op: ArgsNotStrict, out: list[AssemblyEvent]) -> None:
+        call = self._calls.get(self._alias.get(op.key, op.key))
+        if call is not None and call.not_strict is None:
+            call.not_strict = op.problem  # judged at the latch: invalid_json
+
+    def _block_stop(self, op: BlockStop, out: list[AssemblyEvent]) -> None:
+        call = self._calls.get(self._alias.get(op.key, op.key))
+        if call is not None and call.machine.state is CallState.OPEN:
+            self._move(call, CallInput.ARGS_COMPLETE, out)
+            if call.executor == "client" and self.config.pipelined(call.name):
+                # Pipelined commit: the block stopped and its key accepts no more
+                # fragments; only tools the configuration names may skip the stream end.
+                self._latch(call, out)
+
+    def _call_truncated(self, op: CallTruncated, out: list[AssemblyEvent]) -> None:
+        call = self._calls.get(self._alias.get(op.key, op.key))
+        if call is not None and not call.machine.state.terminal:
+            call.diagnosis = call.cut_off("truncated")
+            self._fail(call, Reason.STREAM_TRUNCATED.with_detail(op.detail), out)
 
     def _start(self, op: CallStart, out: list[AssemblyEvent]) -> None:
         key = self._alias.get(op.key, op.key)
@@ -309,7 +301,7 @@ class Assembler:
             if self.progress_events:
                 self._emit(out, "fragment", call)
 
-    def _finish_complete(self, detail: str | None, out: list[AssemblyEvent]) -> None:
+    def _finish_complete(self, op: StreamEnd, out: list[AssemblyEvent]) -> None:
         self._ended_at = self._clock()
         calls = self._ordered()
         shared = shared_ids(calls)  # a tool_call_id carried by more than one client call
@@ -323,7 +315,7 @@ class Assembler:
                 self._move(call, CallInput.ARGS_COMPLETE, out)
             if call.machine.state is CallState.ARGS_COMPLETE:
                 self._latch(call, out)
-        self._set_end("complete", detail, out)
+        self._set_end("complete", op.detail, out)
 
     def _latch(self, call: CallRecord, out: list[AssemblyEvent]) -> None:
         if not call.call_id or not call.name:
@@ -377,6 +369,12 @@ class Assembler:
         call.repaired = True
         self._fail(call, Reason.STREAM_ERROR.with_detail("call id already used by a committed call"), out)
 
+    def _truncated(self, op: StreamTruncated, out: list[AssemblyEvent]) -> None:
+        self._finish_failed("truncated", Reason.STREAM_TRUNCATED, op.detail, out)
+
+    def _error(self, op: StreamError, out: list[AssemblyEvent]) -> None:
+        self._finish_failed("error", Reason.STREAM_ERROR, op.detail, out)
+
     def _finish_failed(self, end: StreamEndKind, reason: Reason, detail: str | None, out: list[AssemblyEvent]) -> None:
         for call in self._ordered():
             if not call.machine.state.terminal:
@@ -384,7 +382,8 @@ class Assembler:
                 self._fail(call, reason.with_detail(detail), out)
         self._set_end(end, detail, out)
 
-    def _finish_cancelled(self, detail: str | None, out: list[AssemblyEvent]) -> None:
+    def _finish_cancelled(self, op: Cancel, out: list[AssemblyEvent]) -> None:
+        detail = op.detail
         for call in self._ordered():
             if not call.machine.state.terminal:
                 call.reason = Reason.CANCELLED.with_detail(detail)
@@ -427,9 +426,10 @@ class Assembler:
 
     def _ordered(self) -> list[CallRecord]:
         """Calls in ``finalize_order``: provider index (key order) or arrival."""
-        if self.config.finalize_order == "arrival":
-            return list(self._calls.values())
-        return [self._calls[k] for k in sorted(self._calls)]
+        calls = self._calls
+        if len(calls) < 2 or self.config.finalize_order == "arrival":
+            return list(calls.values())
+        return [calls[k] for k in sorted(calls)]
 
     def _now(self) -> float:
         return self._clock() - self._t0
@@ -448,3 +448,18 @@ class Assembler:
         self._seq += 1
         view = call.view() if call is not None else None
         out.append(AssemblyEvent(self._seq, self._now(), kind, self.stream_index, view, end, detail))
+
+
+#: The handler of each op type once the stream has begun and not ended (see :meth:`Assembler.apply`).
+_HANDLERS: dict[type, Callable[[Assembler, Any, list[AssemblyEvent]], None]] = {
+    CallStart: Assembler._start,
+    CallIdentity: Assembler._identity,
+    ArgsFragment: Assembler._fragment,
+    ArgsNotStrict: Assembler._not_strict,
+    BlockStop: Assembler._block_stop,
+    CallTruncated: Assembler._call_truncated,
+    StreamEnd: Assembler._finish_complete,
+    StreamTruncated: Assembler._truncated,
+    StreamError: Assembler._error,
+    Cancel: Assembler._finish_cancelled,
+}

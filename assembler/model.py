@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, NamedTuple, TypeAlias
 
 #: A call's stable position in the provider's stream, e.g. ``(choice, index, generation)``
 #: for OpenAI Chat or ``(block_index,)`` for Anthropic. Sorting keys gives provider order.
@@ -206,9 +206,10 @@ Op: TypeAlias = (
 # ------------------------------------------------------------------ results
 
 
-@dataclass(frozen=True, slots=True)
-class Transition:
-    """One state change of a call; ``t`` in seconds since the stream started."""
+class Transition(NamedTuple):
+    """One state change of a call; ``t`` in seconds since the stream started.
+
+    A named tuple: three are built per call, on the path every stream takes."""
 
     state: CallState
     t: float

@@ -16,7 +16,7 @@ from .capture import CaptureError, ProviderEvent
 from .config import DEFAULT_CONFIG, AssembleConfig
 from .dialects import ADAPTERS, DialectAdapter, detect, make_adapter
 from .metrics import Metrics
-from .model import ArgsFragment, CallKey, Cancel, CommittedCall, Op, Quirk, StreamError, StreamResult, StreamStart, StreamTruncated
+from .model import CallKey, Cancel, CommittedCall, Op, Quirk, StreamError, StreamResult, StreamStart, StreamTruncated
 from .redact import AssemblyEvent
 from .registry import ToolRegistry
 
@@ -72,6 +72,8 @@ class Pipeline:
         # same input cannot commit (and run) one id a second time
         self._committed_ids: set[str] = set()
         self._closed = False
+        #: the current stream while the dialect is known and input is open: feed's hot path
+        self._hot: Assembler | None = None
         if dialect is not None:
             self._use(dialect)
 
@@ -96,15 +98,15 @@ class Pipeline:
 
     def feed(self, event: ProviderEvent) -> list[AssemblyEvent]:
         """Apply one provider event; return the assembly events it caused."""
-        adapter = self._adapter
-        if adapter is not None and self._streams and not self._closed and not event.framing and event.error is None:
+        stream = self._hot
+        if stream is not None and event.error is None and not event.framing:
             # the hot path: a plain event of a known dialect, in a stream already begun
             try:
-                ops = adapter.feed(event)
+                ops = self._adapter.feed(event)  # type: ignore[union-attr]
             except ADAPTER_FAULTS as exc:
                 return self._apply_all([self._uninterpretable(event, exc)])
-            if len(ops) == 1 and type(ops[0]) is ArgsFragment:
-                return self._streams[-1].apply(ops[0])
+            if len(ops) == 1 and type(ops[0]) is not StreamStart:
+                return stream.apply(ops[0])
             return self._apply_all(ops) if ops else []
         if self._closed:
             return []
@@ -138,14 +140,14 @@ class Pipeline:
         if not current.ended:  # an adapter's own end-of-input verdict, unless the stream already ended
             out.extend(self._apply_all(self._adapter.close()))
         out.extend(self._end_every_stream(StreamTruncated("input ended")))
-        self._closed = True
+        self._closed, self._hot = True, None
         return out
 
     def cancel(self, detail: str = "user stop") -> list[AssemblyEvent]:
         """User stop: the open calls of every stream not yet ended become CANCELLED."""
         if self._closed:
             return []
-        self._closed = True
+        self._closed, self._hot = True, None
         if self._adapter is None and not self._streams:
             return []
         return self._end_every_stream(Cancel(detail))  # a known dialect always has a stream
@@ -197,7 +199,7 @@ class Pipeline:
         return StreamError(f"{where}: cannot interpret {self._dialect} event ({why})")
 
     def _apply_all(self, ops: list[Op]) -> list[AssemblyEvent]:
-        if len(ops) == 1 and type(ops[0]) is ArgsFragment and self._streams:  # the hot path
+        if len(ops) == 1 and type(ops[0]) is not StreamStart and self._streams:  # most events make one op
             return self._streams[-1].apply(ops[0])
         out: list[AssemblyEvent] = []
         for op in ops:
@@ -230,21 +232,22 @@ class Pipeline:
 
     def _new_stream(self) -> None:
         assert self._dialect is not None
-        self._streams.append(
-            Assembler(
-                self._dialect,
-                config=self.config,
-                registry=self.registry,
-                clock=self._clock,
-                stream_index=len(self._streams),
-                reveal=self.reveal,
-                budget=self.budget,
-                metrics=self.metrics,
-                progress_events=self.progress_events,
-                emit_events=self.emit_events,
-                committed_ids=self._committed_ids,
-            )
+        stream = Assembler(
+            self._dialect,
+            config=self.config,
+            registry=self.registry,
+            clock=self._clock,
+            stream_index=len(self._streams),
+            reveal=self.reveal,
+            budget=self.budget,
+            metrics=self.metrics,
+            progress_events=self.progress_events,
+            emit_events=self.emit_events,
+            committed_ids=self._committed_ids,
         )
+        self._streams.append(stream)
+        if not self._closed:
+            self._hot = stream
 
 
 def assemble_events(events: Iterable[ProviderEvent], **kwargs: object) -> list[StreamResult]:

@@ -28,6 +28,16 @@ from ..model import ArgsFragment, CallIdentity, CallKey, CallStart, Op, Quirk, S
 from .base import check_strict
 
 
+#: Top-level keys of a plain chunk. A chunk with no other key (``error``,
+#: ``prompt_filter_results``, a gateway's extras) and no ``usage`` takes the one-step path
+#: of :meth:`OpenAIChatAdapter.feed`; any other goes the general way, to the same ops.
+_PLAIN_CHUNK = frozenset(
+    {"id", "object", "created", "model", "choices", "system_fingerprint", "usage", "service_tier", "obfuscation", "provider"}
+)
+#: Keys of a plain ``choices[]`` element (no ``content_filter_results`` or ``_offsets``).
+_PLAIN_CHOICE = frozenset({"index", "delta", "finish_reason", "logprobs", "native_finish_reason"})
+
+
 @dataclass
 class _Choice:
     """One choice's calls; every lookup is a dict lookup, so n calls cost O(n)."""
@@ -37,7 +47,8 @@ class _Choice:
     by_id: dict[str, CallKey] = field(default_factory=dict)
     ids: dict[CallKey, str] = field(default_factory=dict)
     keys: dict[CallKey, None] = field(default_factory=dict)  # every call started, in order
-    fragments: dict[CallKey, int] = field(default_factory=dict)  # counts only, never text
+    # fragments per call (counts only, never text); exact for the calls of whole_in_start
+    fragments: dict[CallKey, int] = field(default_factory=dict)
     whole_in_start: set[CallKey] = field(default_factory=set)  # start entry carried arguments
     finished: bool = False
     role_seen: bool = False
@@ -53,24 +64,16 @@ class OpenAIChatAdapter:
         self._ended = False
 
     def feed(self, event: ProviderEvent) -> list[Op]:
-        ops: list[Op] = []
         data = event.data
-        if data.__class__ is dict:
+        if data.__class__ is dict and data.keys() <= _PLAIN_CHUNK and not data.get("usage"):
+            # the common chunk: one choice, no error, no usage, no filter results, no extras
             choices = data.get("choices")
-            if (
-                choices.__class__ is list
-                and len(choices) == 1
-                and len(data) > 1
-                and "error" not in data
-                and "prompt_filter_results" not in data
-                and not data.get("usage")
-            ):
-                # the common chunk: one choice, no error, no usage, no filter results
-                choice = choices[0]
-                if choice.__class__ is dict:
-                    if not self._fragment_only(choice, ops):
-                        self._choice(choice, ops, event)
+            if choices.__class__ is list and len(choices) == 1 and (choice := choices[0]).__class__ is dict:
+                ops: list[Op] = []
+                if not (choice.keys() <= _PLAIN_CHOICE and self._plain(choice, ops)):
+                    self._choice(choice, ops, event)
                 return ops
+        ops = []
         if data == DONE:
             if not self._ended:
                 ops.extend(self._end("[DONE]"))
@@ -93,16 +96,17 @@ class OpenAIChatAdapter:
                 self._choice(choice, ops, event)
         return ops
 
-    def _fragment_only(self, choice: dict[str, Any], ops: list[Op]) -> bool:
+    def _plain(self, choice: dict[str, Any], ops: list[Op]) -> bool:
         """The two most common chunks, in one step, for an open choice already seen: one more
         argument fragment for a bound index, or text (``content``, ``reasoning``...) with no
-        tool call, no ``role`` and no ``finish_reason``. False: not such a chunk, nothing done."""
-        delta = choice.get("delta")
-        if delta.__class__ is not dict or choice.get("finish_reason"):
+        tool call, no ``role`` and no ``finish_reason``. ``choice`` has only the keys of
+        :data:`_PLAIN_CHOICE`. False: not such a chunk, nothing done."""
+        if choice.get("finish_reason"):
             return False
         ci = choice.get("index", 0)
         state = self._choices.get(ci) if type(ci) is int else None
-        if state is None or state.finished or "content_filter_results" in choice or "content_filter_offsets" in choice:
+        delta = choice.get("delta")
+        if state is None or state.finished or delta.__class__ is not dict:
             return False
         entries = delta.get("tool_calls")
         if entries is None:
@@ -155,7 +159,8 @@ class OpenAIChatAdapter:
         if key is None or args.__class__ is not str:
             return False
         if args:
-            state.fragments[key] = state.fragments.get(key, 0) + 1
+            if key in state.whole_in_start:  # counted only where the count is read: see _end
+                state.fragments[key] += 1
             ops.append(ArgsFragment(key, args))
         return True
 
