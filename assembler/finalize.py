@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .jsontext import text_depth
 from .model import Reason
@@ -112,8 +111,7 @@ def _raise(problem: str, offset: int | None) -> Any:
     raise StrictJSONError(problem, offset)
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(NamedTuple):
     """Outcome of the content checks: ``arguments`` when they pass, else ``reason``."""
 
     arguments: Any

@@ -171,9 +171,10 @@ class OpenAIChatAdapter:
             state.role_seen = True
         entries = delta.get("tool_calls")
         if isinstance(entries, list):
-            indexes = [e.get("index") for e in entries if isinstance(e, dict) and isinstance(e.get("index"), int)]
-            if len(indexes) != len(set(indexes)):
-                ops.append(Quirk("two_entries_for_one_index_in_chunk"))
+            if len(entries) > 1:
+                indexes = [e.get("index") for e in entries if isinstance(e, dict) and isinstance(e.get("index"), int)]
+                if len(indexes) != len(set(indexes)):
+                    ops.append(Quirk("two_entries_for_one_index_in_chunk"))
             for entry in entries:
                 if isinstance(entry, dict):
                     self._entry(ci, state, entry, ops, event)
