@@ -333,3 +333,33 @@ def test_app_js_is_served() -> None:
     with make_client() as client:
         js = client.get("/static/app.js")
     assert js.status_code == 200 and "toggleTheme" in js.text and "ArrowLeft" in js.text
+
+
+def test_a_served_dashboard_exempts_its_start_up_objects_from_the_cyclic_collector(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    import uvicorn
+
+    import web.app
+
+    served = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append((app, options)))
+    web.app.run(Settings(data_dir=tmp_path))
+    (app, options), = served
+    assert options["host"] == "127.0.0.1"
+    gc.unfreeze()
+    try:
+        with TestClient(app, base_url=BASE) as client:  # start-up: a full collection walks none of it again
+            assert gc.get_freeze_count() > 10_000
+            assert client.get("/api/sources").status_code == 200
+    finally:
+        gc.unfreeze()
+
+
+def test_an_app_made_in_a_process_that_makes_many_freezes_nothing(tmp_path: Path) -> None:
+    import gc
+
+    gc.unfreeze()
+    with TestClient(create_app(Settings(data_dir=tmp_path)), base_url=BASE) as client:
+        assert client.get("/api/sources").status_code == 200
+        assert gc.get_freeze_count() == 0
