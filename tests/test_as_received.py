@@ -123,3 +123,38 @@ def test_without_copies_the_redactor_reports_the_same_stray_places() -> None:
         held, stray = keep.finish()
         assert bare.finish() == ([], stray) and kept + held == redact_events(events)
     assert stray_argument_text(read_capture(UNREAD_PLACE)) != [] and EventRedactor(keep=False).finish()[1] == [UNREAD_STREAM]
+
+
+def test_the_store_calls_on_idle_once_the_last_recording_is_saved_and_no_stream_plays(tmp_path: Any) -> None:
+    from web.app import resource_dir
+    from web.live_store import LiveRenderer, LiveSessionStore
+    from web.settings import Settings
+    from web.store import Store
+
+    settings = Settings(data_dir=tmp_path)
+    store = LiveSessionStore(settings, LiveRenderer(resource_dir("templates"), settings))
+    store.recordings = Store(tmp_path)
+    calls: list[list[str | None]] = []
+
+    def source() -> LiveSource:
+        src = LiveSource("up/v1/chat/completions", upstream="up", endpoint="/v1/chat/completions", dialect="openai-chat", request={"model": "m", "stream": True})
+        src.http_status, src.content_type = 200, "text/event-stream"
+        return src
+
+    first, second = store.create_live(source()), store.create_live(source())
+    store.on_idle = lambda: calls.append([first.live_source.recording, second.live_source.recording])
+
+    async def main() -> None:
+        first.feed_bytes(CALL + END)
+        first.finish()
+        saving = asyncio.create_task(store.finished(first, []))
+        await asyncio.sleep(0.2)
+        assert calls == [] and first.live_source.recording is None  # the other stream still plays
+        second.feed_bytes(CALL + END)
+        second.finish()
+        await store.finished(second, [])
+        await saving
+
+    asyncio.run(main())
+    store.recordings.close()
+    assert len(calls) == 1 and all(calls[0])  # once, after both recordings were saved

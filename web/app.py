@@ -54,14 +54,30 @@ def wants_html(request: Request) -> bool:
     return "text/html" in request.headers.get("accept", "") and not path.startswith(_MACHINE_PREFIXES) and path != "/metrics"
 
 
+#: Collections of the middle generation between two automatic full collections (CPython's
+#: default is 10): with the start-up heap frozen, a full collection still walks every
+#: session kept (tens of milliseconds); the server runs one itself whenever no live stream
+#: is being forwarded (:func:`collect_between_streams`), so one seldom falls amid them.
+FULL_COLLECTION_AFTER = 100
+
+
 def freeze_startup_heap() -> None:
     """Collect, then exempt every object alive now from the cyclic garbage collector
     (``gc.freeze``): the modules, classes, functions and tables a started server holds
     (some 100,000 objects) are never garbage, yet each full (generation 2) collection
-    walks them all, a pause of tens of milliseconds of the event loop, and of every stream
-    it forwards. Objects made afterwards (sessions, their pipelines) are collected as usual."""
+    walked them all, a pause of 40-150 ms of the event loop, and of every stream it
+    forwards. Objects made afterwards (sessions, their pipelines) are collected as usual;
+    automatic full collections come after :data:`FULL_COLLECTION_AFTER` younger ones."""
     gc.collect()
     gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_COLLECTION_AFTER)
+
+
+def collect_between_streams() -> None:
+    """A full collection while no live stream is forwarded (the last one just ended): the
+    garbage of evicted sessions goes, and an automatic one is further away."""
+    gc.collect()
 
 
 def create_app(
@@ -71,12 +87,15 @@ def create_app(
 
     ``sleep`` paces replays and deferred renders (``await sleep(seconds)``) and ``clock``
     (seconds, monotonic) times them; tests pass a virtual pair that does not wait.
-    ``freeze_heap``: at start-up, :func:`freeze_startup_heap` (for a server process of its
-    own, :func:`run`; not for an app made in a process that makes many).
+    ``freeze_heap``: at start-up, :func:`freeze_startup_heap`, and
+    :func:`collect_between_streams` each time the last live stream ends (for a server
+    process of its own, :func:`run`; not for an app made in a process that makes many).
     """
     settings = settings or Settings()
     renderer = LiveRenderer(resource_dir("templates"), settings)  # Renderer + live sessions' regions
     store = LiveSessionStore(settings, renderer, sleep=sleep, clock=clock)  # SessionStore + live sessions
+    if freeze_heap:
+        store.on_idle = collect_between_streams
     sources = Store(settings.data_dir)  # persistent uploads/recordings (SQLite under data_dir)
 
     @asynccontextmanager

@@ -81,6 +81,10 @@ class LiveSessionStore(SessionStore):
     """Replay sessions plus live ones. ``recordings`` (set by the app) saves finished live sessions."""
 
     recordings: Store | None = None
+    #: Called when a live session's recording is saved and no live stream is playing any
+    #: more (set by the app: a full garbage collection while nothing is forwarded).
+    on_idle: Callable[[], None] | None = None
+    _saving = 0  # recordings being checked and saved
 
     def create_live(self, source: LiveSource) -> LiveSession:
         """A new live session, registered with its broadcaster, status PLAYING."""
@@ -143,14 +147,22 @@ class LiveSessionStore(SessionStore):
         The recording is read through once (:func:`~web.as_received.check_as_received`):
         that work waits until no other live stream is running, up to :data:`RECORDING_DEFER_S`
         seconds, then runs on the event loop in small steps, so a chunk another stream
-        forwards meanwhile waits for one step at most."""
+        forwards meanwhile waits for one step at most. Once the last recording being saved
+        is saved and no live stream is playing, :attr:`on_idle` is called."""
         self.flush(session)
         if self.recordings is None or not session.live_source.size:
             return
+        self._saving += 1
+        try:
+            await self._save_recording(session, forwarded_secrets)
+        finally:
+            self._saving -= 1
+        if self.on_idle is not None and not self._saving and not self._others_playing(session):
+            self.on_idle()
+
+    async def _save_recording(self, session: LiveSession, forwarded_secrets: list[str]) -> None:
         waited = 0.0
-        while waited < RECORDING_DEFER_S and any(
-            s is not session and s.status is Status.PLAYING for s in self.live_sessions()
-        ):
+        while waited < RECORDING_DEFER_S and self._others_playing(session):
             await asyncio.sleep(0.05)
             waited += 0.05
         try:  # the recording is read through once, in steps between the other streams' chunks
@@ -173,6 +185,9 @@ class LiveSessionStore(SessionStore):
             log.error("session %s: recording not saved (%s)", session.id, type(exc).__name__)
         session.pending.status = session.pending.controls = True
         self.flush(session)
+
+    def _others_playing(self, session: LiveSession) -> bool:
+        return any(s is not session and s.status is Status.PLAYING for s in self.live_sessions())
 
     def play(self, session: Session) -> None:
         if not is_live(session):
