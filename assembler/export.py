@@ -27,7 +27,7 @@ their parsed value).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .capture import DONE, ProviderEvent, iter_capture
@@ -58,33 +58,90 @@ def stray_argument_text(events: Iterable[ProviderEvent], dialect: str | None = N
     or a stream no adapter reads (:data:`UNREAD_STREAM`). Each entry names the line and
     what was found, never text. Empty: every argument text the input holds is text a call
     took (whether those calls committed is the caller's to check)."""
-    return _redact(list(events), dialect)[1]
+    redactor = EventRedactor(dialect, keep=False)
+    for event in events:
+        redactor.feed(event)
+    return redactor.finish()[1]
 
 
 def reading_dialect(events: list[ProviderEvent], dialect: str | None) -> str | None:
     """The dialect whose adapter reads ``events``: ``dialect`` if some event is of it, else
     (none given) the first detected; None when no supported adapter reads them."""
     for event in events:
-        if event.error is None and (found := detect(event)) is not None and (dialect is None or found == dialect):
+        if (found := _dialect_of(event, dialect)) is not None:
             return found if found in ADAPTERS else None
     return None
 
 
+def _dialect_of(event: ProviderEvent, dialect: str | None) -> str | None:
+    """The dialect ``event`` is of, if it decides how the input is read (``dialect``, when given, only)."""
+    if event.error is None and (found := detect(event)) is not None and (dialect is None or found == dialect):
+        return found
+    return None
+
+
 def _redact(events: list[ProviderEvent], dialect: str | None) -> tuple[list[ProviderEvent], list[str]]:
-    dialect = reading_dialect(events, dialect)
-    if dialect is None:  # nothing tells where argument text is: every string goes
-        masked = [e._replace(data=e.data if e.data == DONE else mask_value(e.data), raw=None) for e in events if e.error is None]
-        return masked, [UNREAD_STREAM]
-    adapter = make_adapter(dialect)
-    masker = DialectMasker(dialect)
-    out: list[ProviderEvent] = []
-    for event in events:
+    redactor = EventRedactor(dialect)
+    out = [masked for event in events for masked in redactor.feed(event)]
+    rest, stray = redactor.finish()
+    return out + rest, stray
+
+
+class EventRedactor:
+    """:func:`redact_events` and :func:`stray_argument_text` one event at a time, so a long
+    input can be read in steps (a server reads a recording between other work).
+
+    ``feed(event)`` returns the masked copies it can release: events are held back until
+    one tells which dialect reads the input (:func:`reading_dialect`, usually the first).
+    ``finish()`` returns the events still held and where argument text is stray; the
+    result is the same as reading the whole list at once. ``keep=False``: only the stray
+    places are wanted, no masked copy is kept (``feed`` and ``finish`` return none).
+    """
+
+    def __init__(self, dialect: str | None = None, *, keep: bool = True) -> None:
+        self._wanted = dialect
+        self._keep = keep
+        self._held: list[ProviderEvent] = []  # until the reading dialect is known
+        self._decided = False  # an event told the dialect (None: no adapter reads it)
+        self._masker: DialectMasker | None = None
+        self._adapter: Any = None
+
+    def feed(self, event: ProviderEvent) -> list[ProviderEvent]:
+        """Masked copies of ``event`` and of any events held before it (unreadable ones dropped)."""
+        if self._masker is not None:
+            masked = self._mask(event)
+            return [] if masked is None else [masked]
+        if self._keep or not self._decided:
+            self._held.append(event)
+        if self._decided:  # the input is read by no adapter: every string of it is masked at the end
+            return []
+        found = _dialect_of(event, self._wanted)
+        if found is None:
+            return []
+        self._decided = True
+        if found not in ADAPTERS:
+            return []
+        self._adapter, self._masker = make_adapter(found), DialectMasker(found)
+        held, self._held = self._held, []
+        return [masked for e in held if (masked := self._mask(e)) is not None]
+
+    def finish(self) -> tuple[list[ProviderEvent], list[str]]:
+        """``(events still held, masked; where argument text is stray)``."""
+        if self._masker is None:  # nothing tells where argument text is: every string goes
+            held, self._held = self._held, []
+            masked = [e._replace(data=e.data if e.data == DONE else mask_value(e.data), raw=None) for e in held if e.error is None]
+            return (masked if self._keep else []), [UNREAD_STREAM]
+        return [], self._masker.ledger.finish()
+
+    def _mask(self, event: ProviderEvent) -> ProviderEvent | None:
+        masker = self._masker
+        assert masker is not None
         if event.error is not None:  # dropped; the pipeline fails the stream there
             masker.ledger.apply([StreamError("unreadable event")])
             masker.ledger.ignored(f"line {event.line}", "an event that cannot be read")
-            continue
+            return None
         try:
-            ops: list[Op] = adapter.feed(event)
+            ops: list[Op] = self._adapter.feed(event)
         except ADAPTER_FAULTS:
             ops = [StreamError("uninterpretable event")]  # as the pipeline does
         try:
@@ -92,8 +149,7 @@ def _redact(events: list[ProviderEvent], dialect: str | None) -> tuple[list[Prov
         except ADAPTER_FAULTS:  # a shape the dialect never has
             data = mask_value(event.data)  # every string masked: nothing of it is kept
             masker.ledger.ignored(f"line {event.line}", "a shape the dialect never has")
-        out.append(event._replace(data=data, raw=None))  # the original text is not redacted
-    return out, masker.ledger.finish()
+        return event._replace(data=data, raw=None) if self._keep else None  # the original text is not redacted
 
 
 def redact_capture(data: bytes, name: str = "<input>", dialect: str | None = None) -> bytes:
@@ -110,17 +166,32 @@ def redact_capture(data: bytes, name: str = "<input>", dialect: str | None = Non
 
 
 def _redact_capture(data: bytes, name: str, dialect: str | None) -> bytes:
+    return "".join(redacted_lines(data, name, dialect)).encode("utf-8", "surrogatepass")
+
+
+#: Bytes of a capture :func:`redacted_lines` hands the capture reader at a time.
+READ_PIECE_BYTES = 4096
+
+
+def redacted_lines(data: bytes, name: str = "<input>", dialect: str | None = None) -> Iterator[str]:
+    """The text of :func:`redact_capture`'s reproducer, one provider event's lines at a time,
+    read lazily (the capture a piece at a time too), so a server can make a long one in
+    steps between other work. Raises as :func:`redact_capture` does while it is read,
+    except that an event nested too deep is a ``RecursionError``."""
     head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     as_sse = not head.startswith(b"{") and not _is_binary(head)
-    events = redact_events(iter_capture([data], name), dialect)
-    lines: list[str] = []
-    for event in events:
-        payload = DONE if event.data == DONE else jsontext.dumps(event.data, separators=(",", ":"))
-        if as_sse:
-            lines.append(_sse_event(event, payload))
-        else:
-            lines.append(payload + "\n")
-    return "".join(lines).encode("utf-8", "surrogatepass")
+    redactor = EventRedactor(dialect)
+    pieces = (data[i : i + READ_PIECE_BYTES] for i in range(0, len(data), READ_PIECE_BYTES))
+    for event in iter_capture(pieces, name):
+        for masked in redactor.feed(event):
+            yield _written(masked, as_sse)
+    for masked in redactor.finish()[0]:
+        yield _written(masked, as_sse)
+
+
+def _written(event: ProviderEvent, as_sse: bool) -> str:
+    payload = DONE if event.data == DONE else jsontext.dumps(event.data, separators=(",", ":"))
+    return _sse_event(event, payload) if as_sse else payload + "\n"
 
 
 def _sse_event(event: ProviderEvent, payload: str) -> str:
@@ -144,6 +215,7 @@ def _is_binary(head: bytes) -> bool:
 
 __all__ = [
     "UNREAD_STREAM",
+    "EventRedactor",
     "mask_arguments",
     "mask_json_text",
     "mask_value",
@@ -151,5 +223,6 @@ __all__ = [
     "reading_dialect",
     "redact_capture",
     "redact_events",
+    "redacted_lines",
     "stray_argument_text",
 ]

@@ -333,3 +333,56 @@ def test_app_js_is_served() -> None:
     with make_client() as client:
         js = client.get("/static/app.js")
     assert js.status_code == 200 and "toggleTheme" in js.text and "ArrowLeft" in js.text
+
+
+def test_a_served_dashboard_exempts_its_start_up_objects_from_the_cyclic_collector(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    import uvicorn
+
+    import web.app
+
+    served = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append((app, options)))
+    web.app.run(Settings(data_dir=tmp_path))
+    (app, options), = served
+    assert options["host"] == "127.0.0.1"
+    thresholds = gc.get_threshold()
+    gc.unfreeze()
+    try:
+        with TestClient(app, base_url=BASE) as client:  # start-up: a full collection walks none of it again
+            assert gc.get_freeze_count() > 10_000
+            assert client.get("/api/sources").status_code == 200
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+
+
+def test_an_app_made_in_a_process_that_makes_many_freezes_nothing(tmp_path: Path) -> None:
+    import gc
+
+    gc.unfreeze()
+    with TestClient(create_app(Settings(data_dir=tmp_path)), base_url=BASE) as client:
+        assert client.get("/api/sources").status_code == 200
+        assert gc.get_freeze_count() == 0
+
+
+def test_a_served_dashboard_runs_full_collections_between_live_streams(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    import uvicorn
+
+    import web.app
+
+    served = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(app))
+    thresholds = gc.get_threshold()
+    web.app.run(Settings(data_dir=tmp_path))
+    try:
+        with TestClient(served[0], base_url=BASE):
+            assert gc.get_threshold()[2] == web.app.FULL_COLLECTION_AFTER > thresholds[2]
+            assert served[0].state.store.on_idle is web.app.collect_between_streams
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+    assert create_app(Settings(data_dir=tmp_path)).state.store.on_idle is None

@@ -26,12 +26,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from assembler.capture import CaptureError, iter_capture
-from assembler.export import redact_capture, stray_argument_text
-from assembler.retell import retell_body, untold_arguments
+from assembler.capture import CaptureError
+from assembler.export import redact_capture
+from assembler.retell import retell_body
 from assembler import jsontext
-from assembler.model import CallState
 
+from .as_received import (  # TEXT_LEFT_ASIDE, download_as_received: re-exported
+    TEXT_LEFT_ASIDE,
+    check_as_received,
+    download_as_received,
+    redacted_in_steps,
+)
 from .credentials import scrub_bytes, scrub_text
 from .fanout import Broadcaster
 from .live import LiveSession, LiveSource, usable_registry
@@ -76,6 +81,10 @@ class LiveSessionStore(SessionStore):
     """Replay sessions plus live ones. ``recordings`` (set by the app) saves finished live sessions."""
 
     recordings: Store | None = None
+    #: Called when a live session's recording is saved and no live stream is playing any
+    #: more (set by the app: a full garbage collection while nothing is forwarded).
+    on_idle: Callable[[], None] | None = None
+    _saving = 0  # recordings being checked and saved
 
     def create_live(self, source: LiveSource) -> LiveSession:
         """A new live session, registered with its broadcaster, status PLAYING."""
@@ -135,24 +144,40 @@ class LiveSessionStore(SessionStore):
         """A live session ended: render the end, then save the recording in a worker thread
         (a database write, with its fsync, must not stall the other streams on the loop).
 
-        The recording is read through once (:func:`download_as_received`): that work waits
-        until no other live stream is running, up to :data:`RECORDING_DEFER_S` seconds, so
-        it never competes with forwarding for the interpreter."""
+        The recording is read through once (:func:`~web.as_received.check_as_received`):
+        that work waits until no other live stream is running, up to :data:`RECORDING_DEFER_S`
+        seconds, then runs on the event loop in small steps, so a chunk another stream
+        forwards meanwhile waits for one step at most. Once the last recording being saved
+        is saved and no live stream is playing, :attr:`on_idle` is called."""
         self.flush(session)
         if self.recordings is None or not session.live_source.size:
             return
+        self._saving += 1
+        try:
+            await self._save_recording(session, forwarded_secrets)
+        finally:
+            self._saving -= 1
+        if self.on_idle is not None and not self._saving and not self._others_playing(session):
+            self.on_idle()
+
+    async def _save_recording(self, session: LiveSession, forwarded_secrets: list[str]) -> None:
         waited = 0.0
-        while waited < RECORDING_DEFER_S and any(
-            s is not session and s.status is Status.PLAYING for s in self.live_sessions()
-        ):
+        while waited < RECORDING_DEFER_S and self._others_playing(session):
             await asyncio.sleep(0.05)
             waited += 0.05
-        try:  # the recording is read through once: off the event loop
-            as_received = await asyncio.to_thread(download_as_received, session)
+        try:  # the recording is read through once, in steps between the other streams' chunks
+            as_received = await check_as_received(session)
         except Exception as exc:  # never a 500: the redacted download is always safe
             log.error("session %s: recording not checked (%s)", session.id, type(exc).__name__)
             as_received = False
-        prepared = prepare_recording(session, forwarded_secrets, as_received)
+        reproducer = None
+        if session.echoed_secret:  # the recording keeps the redacted reproducer: made in steps too
+            src = session.live_source
+            try:
+                reproducer = await redacted_in_steps(src.stream_data, src.name, session.pipeline.dialect)
+            except (CaptureError, ValueError, RecursionError):
+                reproducer = b""
+        prepared = prepare_recording(session, forwarded_secrets, as_received, reproducer)
         try:
             session.live_source.recording = await asyncio.to_thread(prepared.write, self.recordings)
             session.live_source.recording_download = prepared.meta["download"]
@@ -160,6 +185,9 @@ class LiveSessionStore(SessionStore):
             log.error("session %s: recording not saved (%s)", session.id, type(exc).__name__)
         session.pending.status = session.pending.controls = True
         self.flush(session)
+
+    def _others_playing(self, session: LiveSession) -> bool:
+        return any(s is not session and s.status is Status.PLAYING for s in self.live_sessions())
 
     def play(self, session: Session) -> None:
         if not is_live(session):
@@ -212,10 +240,15 @@ class PreparedRecording:
         return rid
 
 
-def prepare_recording(session: LiveSession, forwarded_secrets: list[str], as_received: bool | None = None) -> PreparedRecording:
+def prepare_recording(
+    session: LiveSession, forwarded_secrets: list[str], as_received: bool | None = None, reproducer: bytes | None = None
+) -> PreparedRecording:
     """The recording of a finished ``session``: its bytes (scrubbed of any forwarded credential),
     request tools, metadata and search summary. Never a header. ``as_received``: the
-    answer of :func:`download_as_received`, computed here when not given."""
+    answer of :func:`download_as_received`, computed here when not given; ``reproducer``:
+    the redacted reproducer of the session's stream (:func:`~web.as_received.redacted_in_steps`,
+    ``b""`` when it cannot be made), kept instead of the bytes when a forwarded credential
+    was echoed in argument text, made here when needed and not given."""
     secrets = sorted({*session.live_source.secrets, *forwarded_secrets}, key=len, reverse=True)
     raw = b"".join(session.live_source.chunks)
     body, redacted = scrub_bytes(raw, secrets)
@@ -228,10 +261,12 @@ def prepare_recording(session: LiveSession, forwarded_secrets: list[str], as_rec
     if session.echoed_secret:
         # Split over fragments, the credential is in no single chunk: keep the reproducer
         # (argument strings masked, same verdicts) instead of the bytes.
-        try:
-            body = scrub_bytes(redact_capture(session.live_source.stream_data, session.live_source.name, session.pipeline.dialect), secrets)[0]
-        except (CaptureError, ValueError):
-            body = b""
+        if reproducer is None:
+            try:
+                reproducer = redact_capture(session.live_source.stream_data, session.live_source.name, session.pipeline.dialect)
+            except (CaptureError, ValueError):
+                reproducer = b""
+        body = scrub_bytes(reproducer, secrets)[0]
         meta["download"], meta["streaming"] = "redacted", True
         meta["redacted"] = "a forwarded credential appeared in argument text: the recording keeps the redacted reproducer"
     # String by string (keys too): the request body as well, if a key was pasted into it. A
@@ -248,38 +283,6 @@ def save_recording(store: Store, session: LiveSession, forwarded_secrets: list[s
     rid = prepared.write(store)
     session.live_source.recording, session.live_source.recording_download = rid, prepared.meta["download"]
     return rid
-
-
-#: Quirks that mean the assembler left argument text aside (after a stream's end, after a
-#: call's end, a ``.done`` text unlike the deltas): such a recording holds text no call committed.
-TEXT_LEFT_ASIDE = frozenset({"op_after_stream_end", "chunk_after_stream_end", "fragment_after_call_ended", "done_arguments_differ"})
-
-
-def download_as_received(session: LiveSession) -> bool:
-    """Whether the recording may be downloaded as received: only when it holds no argument
-    text of a call that did not commit (the rule *Reveal text* follows). That is, the stream
-    ended normally, every call committed, no quirk says text was left aside
-    (:data:`TEXT_LEFT_ASIDE`) and every place of argument text in the recording is text a
-    call took before its stream's end (:func:`assembler.export.stray_argument_text`: not a
-    call after ``[DONE]``, nor a place no adapter reads; for a non-streaming body, nor a
-    call its re-told stream leaves out, :func:`assembler.retell.untold_arguments`); or the
-    upstream answered an HTTP error whose body (not a stream) was never assembled. Otherwise the download is the
-    redacted reproducer (:func:`redacted_recording`). Reads the whole recording: call it off
-    the event loop."""
-    src = session.live_source
-    if session.end_kind == "complete":
-        results = session.pipeline.results()
-        if not all(c.state is CallState.COMMITTED for r in results for c in r.calls):
-            return False
-        if any(q in TEXT_LEFT_ASIDE for r in results for q in r.quirks):
-            return False
-        if src.json_body and untold_arguments(session.pipeline.dialect or src.dialect, src.data):
-            return False  # argument text the re-told stream leaves out: no call took it
-        try:
-            return not stray_argument_text(iter_capture([src.stream_data], src.name), session.pipeline.dialect)
-        except (CaptureError, ValueError, RecursionError):  # cannot be read through: never as received
-            return False
-    return session.end_kind == "error" and session.upstream_error and session.position == 0 and "event-stream" not in (src.content_type or "")
 
 
 def redacted_recording(stored: StoredSource) -> tuple[bytes, str, str]:

@@ -53,6 +53,7 @@ from .live_store import LiveSessionStore
 from .mock import MockProvider, MockTransport
 from .proxy_errors import control_character, error_json, error_shape  # error_shape: re-exported
 from .settings import Settings
+from .tee import TEE_INTERVAL, TEE_STEP_BYTES, Tee, TeeWorker  # TEE_INTERVAL, TeeWorker: re-exported
 
 log = logging.getLogger("toollatch.proxy")
 
@@ -64,8 +65,6 @@ _HOP = frozenset(
     {"host", "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "accept-encoding"}
 )
 _HOP_RESPONSE = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "trailer", "te"})
-#: Seconds the tee worker gathers forwarded chunks before assembling them (renders are at most 20/s anyway).
-TEE_INTERVAL = 0.02
 #: Seconds: connecting, and waiting for the next chunk of a stream (models pause to think).
 TIMEOUT = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
 
@@ -154,51 +153,6 @@ async def conclude(store: LiveSessionStore, session: LiveSession, outcome: str, 
     await store.finished(session, secrets)
 
 
-class TeeWorker:
-    """Assembles the teed copies of every proxied stream, off the forwarding path.
-
-    A pump only appends each forwarded chunk to its stream's list and queues the stream.
-    This one task wakes at most every :data:`TEE_INTERVAL`, then feeds each queued
-    stream's batch to its live session, yielding to the event loop after each stream, so
-    a chunk waiting to be forwarded waits behind one small batch at most, never all of them.
-    """
-
-    def __init__(self) -> None:
-        self._queue: dict[ProxyStream, None] = {}  # an ordered set
-        self._wake: asyncio.Event | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    def queue(self, stream: ProxyStream) -> None:
-        if stream in self._queue:
-            return
-        self._queue[stream] = None
-        if self._task is None or self._task.done():
-            self._wake = asyncio.Event()
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="proxy-tee")
-        assert self._wake is not None
-        self._wake.set()
-
-    def discard(self, stream: ProxyStream) -> None:
-        self._queue.pop(stream, None)
-
-    async def _run(self) -> None:
-        assert self._wake is not None
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            await asyncio.sleep(TEE_INTERVAL)  # gather a batch
-            while self._queue:
-                stream = next(iter(self._queue))
-                del self._queue[stream]
-                stream.tee()
-                await asyncio.sleep(0)  # forwarding goes first
-
-    async def aclose(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-
-
 class ProxyStream(Response):
     """Relays an upstream ``httpx.Response`` to the client chunk by chunk, teeing each
     chunk into ``session``; watches the client for a disconnect meanwhile."""
@@ -208,6 +162,7 @@ class ProxyStream(Response):
     ) -> None:
         super().__init__(status_code=upstream.status_code)
         self.teer = teer
+        self.tee = Tee(session, store) if session is not None else None
         self.upstream = upstream
         self.session = session
         self.store = store
@@ -215,24 +170,15 @@ class ProxyStream(Response):
         # The upstream's header bytes as received: decoding and re-encoding them could fail
         # (or change them) for a value that is not ASCII.
         self.raw_headers = [(k, v) for k, v in upstream.headers.raw if k.lower().decode("latin-1") not in _HOP_RESPONSE]
-        self._teed: list[bytes] = []  # forwarded, not yet assembled
 
     async def _pump(self, send: Send) -> None:
         async for chunk in self.upstream.aiter_raw():
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            if self.session is not None:
+            if self.tee is not None:
                 # The client's bytes go first; the copy is assembled by the tee worker.
-                self._teed.append(chunk)
-                self.teer.queue(self)
+                self.tee.append(chunk)
+                self.teer.queue(self.tee)
         await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-    def tee(self) -> None:
-        """Feed the chunks forwarded since the last batch to the live session."""
-        if self.session is not None and self._teed:
-            data = b"".join(self._teed) if len(self._teed) > 1 else self._teed[0]
-            self._teed.clear()
-            self.session.feed_bytes(data)
-            self.store.flush(self.session)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
@@ -258,8 +204,9 @@ class ProxyStream(Response):
             raise
         finally:
             watch.cancel()
-            self.teer.discard(self)
-            self.tee()  # whatever was forwarded is assembled before the end is applied
+            if self.tee is not None:
+                self.teer.discard(self.tee)
+                self.tee.feed()  # whatever was forwarded is assembled before the end is applied
             if self.session is not None:
                 self.session.abort = None
             await self.upstream.aclose()
@@ -277,17 +224,23 @@ async def _until_disconnect(receive: Receive) -> Message:
 
 
 async def consume(upstream: httpx.Response, session: LiveSession, store: LiveSessionStore, secrets: list[str]) -> None:
-    """Read an upstream response into ``session`` with no client attached (direct connect)."""
+    """Read an upstream response into ``session`` with no client attached (direct connect).
+    Each read is assembled :data:`~web.tee.TEE_STEP_BYTES` at a time with a yield to the
+    event loop in between, as the proxy's tee is: a read of many events at once never holds
+    up the streams the proxy forwards meanwhile."""
     outcome, detail = "complete", ""
+    tee = Tee(session, store)
     try:
         async for chunk in upstream.aiter_raw():
-            session.feed_bytes(chunk)
-            store.flush(session)
+            tee.append(chunk)
+            while tee.feed(TEE_STEP_BYTES):
+                await asyncio.sleep(0)
     except asyncio.CancelledError:
         outcome = "stopped"
     except Exception as exc:  # httpx.HTTPError, or anything else the transport raised mid-body
         outcome, detail = "dropped", type(exc).__name__
     finally:
+        tee.feed()  # whatever was read is assembled before the end is applied
         await upstream.aclose()
         await conclude(store, session, outcome, detail, secrets)
 

@@ -1,0 +1,160 @@
+"""A finished live session's recording check, read in steps: the same answer as reading it
+in one go, with the event loop served between steps; the event-by-event redactor it uses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from assembler.capture import read_capture
+from assembler.config import AssembleConfig
+from assembler.demos import DEMOS
+from assembler.export import UNREAD_STREAM, EventRedactor, redact_capture, redact_events, stray_argument_text
+from assembler.stress import stress_demo
+from web.as_received import check_as_received, download_as_received, redacted_in_steps
+from web.live import LiveSession, LiveSource
+
+from .conftest import CAPTURES
+
+SAMPLES = {name: demo.wire for name, demo in DEMOS.items()}
+SAMPLES.update({p.name: p.read_bytes() for p in sorted(CAPTURES.rglob("*"))[:400] if p.suffix in (".sse", ".jsonl") and p.stat().st_size < 200_000})
+
+
+def chat(delta: dict[str, Any], finish: str | None = None, **choice: Any) -> bytes:
+    doc = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish, **choice}]}
+    return b"data: " + json.dumps(doc).encode() + b"\n\n"
+
+
+CALL = chat({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"s": "x"}'}}]})
+END = chat({}, "tool_calls") + b"data: [DONE]\n\n"
+#: Argument text in a place no adapter reads (a whole message inside a chunk): the calls
+#: commit, yet the bytes hold text none of them took.
+UNREAD_PLACE = CALL + chat({}, message={"tool_calls": [{"id": "c9", "function": {"name": "g", "arguments": '{"t": "CANARY"}'}}]}) + END
+
+
+def finished(data: bytes, *, dialect: str | None = "openai-chat", stop_after: int | None = None) -> LiveSession:
+    source = LiveSource("up/v1/chat/completions", upstream="up", endpoint="/v1/chat/completions", dialect=dialect, request={"model": "m", "stream": True})
+    session = LiveSession("s", source, AssembleConfig())
+    source.http_status, source.content_type = 200, "text/event-stream"
+    session.feed_bytes(data if stop_after is None else data[:stop_after])
+    if stop_after is None:
+        session.finish()
+    else:
+        session.cancel("client disconnected")
+    return session
+
+
+def both(session: LiveSession) -> tuple[bool, bool]:
+    return download_as_received(session), asyncio.run(check_as_received(session))
+
+
+def test_the_stepped_check_answers_as_the_one_pass_check() -> None:
+    assert both(finished(CALL + END)) == (True, True)
+    assert both(finished(UNREAD_PLACE)) == (False, False)  # decided by reading the bytes through
+    assert both(finished(CALL + END, stop_after=len(CALL))) == (False, False)  # cancelled
+    assert both(finished(stress_demo(events=400, calls=4).wire)) == (True, True)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_the_stepped_check_answers_as_the_one_pass_check_for_every_sample(name: str) -> None:
+    session = finished(SAMPLES[name], dialect=None)
+    one, stepped = both(session)
+    assert one == stepped
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_the_reproducer_made_in_steps_is_the_one_pass_reproducer(name: str) -> None:
+    data = SAMPLES[name]
+    try:
+        expected: bytes | type[Exception] = redact_capture(data, name)
+    except ValueError as exc:
+        expected = type(exc)
+    try:
+        got: bytes | type[Exception] = asyncio.run(redacted_in_steps(data, name, None, step=3))
+    except (ValueError, RecursionError) as exc:
+        got = ValueError if isinstance(exc, RecursionError) else type(exc)
+    assert got == expected
+
+
+def test_the_check_yields_to_the_event_loop_between_steps() -> None:
+    session = finished(stress_demo(events=1000, calls=4).wire)
+
+    async def main() -> tuple[bool, int]:
+        turns = 0
+        done = False
+
+        async def other() -> None:  # another stream's work, waiting for its turn
+            nonlocal turns
+            while not done:
+                turns += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(other())
+        await asyncio.sleep(0)
+        answer = await check_as_received(session, step=16)
+        done = True
+        await task
+        return answer, turns
+
+    answer, turns = asyncio.run(main())
+    assert answer is True and turns >= 1000 // 16
+
+
+def test_events_are_held_until_one_tells_the_dialect_then_released_in_order() -> None:
+    events = read_capture(b"data: {\"note\": 1}\n\n" + CALL + END)
+    redactor = EventRedactor()
+    assert redactor.feed(events[0]) == []  # no dialect known yet
+    released = redactor.feed(events[1])
+    assert [e.line for e in released] == [events[0].line, events[1].line]
+    rest = [m for e in events[2:] for m in redactor.feed(e)]
+    held, stray = redactor.finish()
+    assert held == [] and released + rest == redact_events(events) and stray == stray_argument_text(events) == []
+
+
+def test_without_copies_the_redactor_reports_the_same_stray_places() -> None:
+    for data in (UNREAD_PLACE, b'{"model": "llama", "message": {"content": "CANARY"}}\n', CALL + END):
+        events = read_capture(data)
+        keep, bare = EventRedactor(), EventRedactor(keep=False)
+        kept = [m for e in events for m in keep.feed(e)]
+        assert [m for e in events for m in bare.feed(e)] == []
+        held, stray = keep.finish()
+        assert bare.finish() == ([], stray) and kept + held == redact_events(events)
+    assert stray_argument_text(read_capture(UNREAD_PLACE)) != [] and EventRedactor(keep=False).finish()[1] == [UNREAD_STREAM]
+
+
+def test_the_store_calls_on_idle_once_the_last_recording_is_saved_and_no_stream_plays(tmp_path: Any) -> None:
+    from web.app import resource_dir
+    from web.live_store import LiveRenderer, LiveSessionStore
+    from web.settings import Settings
+    from web.store import Store
+
+    settings = Settings(data_dir=tmp_path)
+    store = LiveSessionStore(settings, LiveRenderer(resource_dir("templates"), settings))
+    store.recordings = Store(tmp_path)
+    calls: list[list[str | None]] = []
+
+    def source() -> LiveSource:
+        src = LiveSource("up/v1/chat/completions", upstream="up", endpoint="/v1/chat/completions", dialect="openai-chat", request={"model": "m", "stream": True})
+        src.http_status, src.content_type = 200, "text/event-stream"
+        return src
+
+    first, second = store.create_live(source()), store.create_live(source())
+    store.on_idle = lambda: calls.append([first.live_source.recording, second.live_source.recording])
+
+    async def main() -> None:
+        first.feed_bytes(CALL + END)
+        first.finish()
+        saving = asyncio.create_task(store.finished(first, []))
+        await asyncio.sleep(0.2)
+        assert calls == [] and first.live_source.recording is None  # the other stream still plays
+        second.feed_bytes(CALL + END)
+        second.finish()
+        await store.finished(second, [])
+        await saving
+
+    asyncio.run(main())
+    store.recordings.close()
+    assert len(calls) == 1 and all(calls[0])  # once, after both recordings were saved

@@ -1,0 +1,157 @@
+"""The proxy's tee: forwarded bytes assembled in bounded steps, in order, whatever the backlog."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+from assembler.config import AssembleConfig
+from assembler.stress import stress_demo
+from web.live import LiveSession, LiveSource
+from web.tee import TEE_STEP_BYTES, Tee, TeeWorker
+
+WIRE = stress_demo(events=300, calls=3).wire
+
+
+class Flushes:
+    """The store's ``flush``, counted."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def flush(self, session: LiveSession) -> None:
+        self.count += 1
+
+
+def live(name: str = "s") -> LiveSession:
+    source = LiveSource(f"up/{name}", upstream="up", endpoint="/v1/chat/completions", dialect="openai-chat", request={"model": "m", "stream": True})
+    session = LiveSession(name, source, AssembleConfig())
+    source.http_status, source.content_type = 200, "text/event-stream"
+    return session
+
+
+def outcome(session: LiveSession) -> tuple[Any, ...]:
+    calls = [(c.call_id, c.state, c.reason) for r in session.pipeline.results() for c in r.calls]
+    return calls, [v.text for v in session.verdicts], session.end_kind, session.live_source.count, b"".join(session.live_source.chunks)
+
+
+def test_a_tee_fed_in_steps_assembles_exactly_what_was_forwarded() -> None:
+    whole = live()
+    whole.feed_bytes(WIRE)
+    whole.finish()
+    stepped, flushes = live(), Flushes()
+    tee = Tee(stepped, flushes)  # type: ignore[arg-type]
+    for i in range(0, len(WIRE), 3000):  # upstream reads larger than a step: split inside a chunk
+        tee.append(WIRE[i : i + 3000])
+    assert tee.size == len(WIRE)
+    fed = [0]
+    while tee.feed(1000):
+        fed.append(stepped.live_source.size)
+        assert tee.size == len(WIRE) - stepped.live_source.size
+    fed.append(stepped.live_source.size)
+    assert [b - a for a, b in zip(fed, fed[1:])] == [1000] * (len(WIRE) // 1000) + [len(WIRE) % 1000]
+    assert flushes.count == math.ceil(len(WIRE) / 1000) and tee.size == 0 and not tee.feed(1000)
+    stepped.finish()
+    assert outcome(stepped) == outcome(whole)
+    assert outcome(whole)[2] == "complete" and {c[1].value for c in outcome(whole)[0]} == {"committed"}
+
+
+def test_feeding_without_a_limit_takes_everything_held() -> None:
+    session = live()
+    tee = Tee(session, Flushes())  # type: ignore[arg-type]
+    tee.append(WIRE[:700])
+    tee.append(b"")
+    tee.append(WIRE[700:900])
+    assert tee.size == 900 and not tee.feed() and tee.size == 0
+    assert session.live_source.size == 900 and b"".join(session.live_source.chunks) == WIRE[:900]
+
+
+def test_the_worker_assembles_a_backlog_in_steps_and_other_streams_in_between() -> None:
+    big, small, flushes = live("big"), live("small"), Flushes()
+
+    async def main() -> list[tuple[int, int]]:
+        worker = TeeWorker()
+        backlog, latest = Tee(big, flushes), Tee(small, flushes)  # type: ignore[arg-type]
+        backlog.append(WIRE)  # e.g. one upstream read after a stall: many events at once
+        worker.queue(backlog)
+        latest.append(WIRE[:300])
+        worker.queue(latest)
+        seen = [(0, 0)]
+        async with asyncio.timeout(10):
+            while backlog.size or latest.size:
+                await asyncio.sleep(0)  # one turn of the event loop
+                if (now := (big.live_source.size, small.live_source.size)) != seen[-1]:
+                    seen.append(now)
+        await worker.aclose()
+        return seen
+
+    seen = asyncio.run(main())
+    steps = [b[0] - a[0] for a, b in zip(seen, seen[1:])]
+    assert max(steps) <= TEE_STEP_BYTES and sum(steps) == len(WIRE)  # never more than one step per turn
+    assert len([s for s in steps if s]) == math.ceil(len(WIRE) / TEE_STEP_BYTES)
+    first_small = next(i for i, (_, s) in enumerate(seen) if s)
+    assert seen[first_small] == (TEE_STEP_BYTES, 300)  # the other stream right after the backlog's first step
+    assert b"".join(big.live_source.chunks) == WIRE and big.live_source.count == 300
+
+
+class Upstream:
+    """An upstream response of ``reads`` (what ``aiter_raw`` yields), for direct connect."""
+
+    def __init__(self, *reads: bytes) -> None:
+        self.reads = reads
+        self.closed = False
+
+    async def aiter_raw(self) -> Any:
+        for data in self.reads:
+            yield data
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+class Store(Flushes):
+    async def finished(self, session: LiveSession, secrets: list[str]) -> None:
+        self.ended = session.end_kind
+
+
+def test_direct_connect_assembles_a_large_read_in_steps() -> None:
+    from web.proxy import consume
+
+    session, store, upstream = live(), Store(), Upstream(WIRE[:100], WIRE[100:])
+
+    async def main() -> int:
+        turns, done = 0, False
+
+        async def other() -> None:
+            nonlocal turns
+            while not done:
+                turns += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(other())
+        await consume(upstream, session, store, [])  # type: ignore[arg-type]
+        done = True
+        await task
+        return turns
+
+    turns = asyncio.run(main())
+    assert turns >= len(WIRE) // TEE_STEP_BYTES - 1 and upstream.closed and store.ended == "complete"
+    assert b"".join(session.live_source.chunks) == WIRE
+
+
+def test_direct_connect_stopped_mid_read_keeps_every_byte_it_read() -> None:
+    from web.proxy import consume
+
+    session, store = live(), Store()
+
+    async def main() -> None:
+        task = asyncio.create_task(consume(Upstream(WIRE), session, store, []))  # type: ignore[arg-type]
+        while session.live_source.size == 0:
+            await asyncio.sleep(0)
+        assert session.live_source.size < len(WIRE)  # stopped between two steps of the read
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(main())
+    assert session.live_source.size == len(WIRE) and store.ended == "complete"  # it had reached [DONE]

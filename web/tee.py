@@ -1,0 +1,116 @@
+"""The recording proxy's tee: forwarded chunks assembled into their live sessions off the
+forwarding path, in small steps.
+
+:class:`Tee` holds the bytes of one proxied stream that were forwarded to the client and
+not yet assembled; the pump appends each chunk after sending it and queues the tee on the
+app's one :class:`TeeWorker`. The worker wakes at most every :data:`TEE_INTERVAL`, then
+feeds each queued tee to its :class:`~web.live.LiveSession`, at most
+:data:`TEE_STEP_BYTES` at a time (a tee with more left is queued again, behind the
+others), yielding to the event loop after each step: a chunk waiting to be forwarded
+waits behind one small step at most, never behind a stream's whole backlog (a stream
+that fell behind, or an upstream read holding many events at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from .live import LiveSession
+from .live_store import LiveSessionStore
+
+#: Seconds the tee worker gathers forwarded chunks before assembling them (renders are at most 20/s anyway).
+TEE_INTERVAL = 0.02
+#: Most bytes of one stream the tee worker assembles before it yields to the event loop:
+#: a few provider events, well under a millisecond of work.
+TEE_STEP_BYTES = 2048
+
+
+class Tee:
+    """The forwarded, not yet assembled bytes of one stream, fed to ``session`` in order."""
+
+    def __init__(self, session: LiveSession, store: LiveSessionStore) -> None:
+        self.session = session
+        self.store = store
+        self._chunks: deque[bytes | memoryview] = deque()
+        self._size = 0  # bytes held
+
+    @property
+    def size(self) -> int:
+        """Bytes forwarded and not yet assembled."""
+        return self._size
+
+    def append(self, chunk: bytes) -> None:
+        """Hold a chunk the client was sent."""
+        if chunk:
+            self._chunks.append(chunk)
+            self._size += len(chunk)
+
+    def feed(self, limit: int | None = None) -> bool:
+        """Feed the held bytes to the session, in order: all of them, or the first ``limit``
+        bytes (a chunk may be split there: the session decodes any split alike), then ask
+        for a render. Returns True when bytes are left for another call."""
+        if not self._chunks:
+            return False
+        if limit is None or self._size <= limit:
+            step = list(self._chunks)
+            self._chunks.clear()
+        else:
+            step, size = [], 0
+            while size < limit:
+                chunk = self._chunks.popleft()
+                room = limit - size
+                if len(chunk) > room:  # split without copying the rest
+                    view = memoryview(chunk)
+                    chunk = view[:room]
+                    self._chunks.appendleft(view[room:])
+                step.append(chunk)
+                size += len(chunk)
+        data = step[0] if len(step) == 1 and isinstance(step[0], bytes) else b"".join(step)
+        self._size -= len(data)
+        self.session.feed_bytes(data)
+        self.store.flush(self.session)
+        return bool(self._chunks)
+
+
+class TeeWorker:
+    """Assembles the tees of every proxied stream (one task for the app), off the forwarding path."""
+
+    def __init__(self, step: int = TEE_STEP_BYTES) -> None:
+        self.step = step
+        self._queue: dict[Tee, None] = {}  # an ordered set
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def queue(self, tee: Tee) -> None:
+        """Assemble ``tee`` in the next round (at most :data:`TEE_INTERVAL` from now)."""
+        if tee in self._queue:
+            return
+        self._queue[tee] = None
+        if self._task is None or self._task.done():
+            self._wake = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="proxy-tee")
+        assert self._wake is not None
+        self._wake.set()
+
+    def discard(self, tee: Tee) -> None:
+        """Forget ``tee`` (its stream ended: the rest is fed by the stream itself)."""
+        self._queue.pop(tee, None)
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await asyncio.sleep(TEE_INTERVAL)  # gather a batch
+            while self._queue:
+                tee = next(iter(self._queue))
+                del self._queue[tee]
+                if tee.feed(self.step):
+                    self._queue[tee] = None  # the rest in a later step, after the others
+                await asyncio.sleep(0)  # forwarding goes first
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
