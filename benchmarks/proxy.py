@@ -13,6 +13,11 @@ of the same run. Streams start spread over one chunk interval, as independent ag
 (``--lockstep`` starts them at once: every stream's chunk then arrives in the same
 instant and the proxy forwards the burst one chunk after another). The proxy's added latency is the difference of the percentiles; the
 target is p99 added < 2 ms.
+
+For reference, a third path in the same rounds: a bare TCP relay (a process of its own, as
+the dashboard is, piping bytes both ways with no HTTP). What it adds is what one more process
+on the path costs on this machine (waking it per chunk, and the cores it shares with the
+client and the mock); what the proxy adds beyond it is the proxy's own work.
 """
 
 from __future__ import annotations
@@ -67,6 +72,36 @@ def run_upstream(port: int, captures: Path, delay: float) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 
+def run_relay(port: int, upstream_port: int) -> None:
+    """A bare TCP relay to the mock (runs in its own process): bytes piped both ways, no HTTP."""
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            writer.close()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", upstream_port)
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    async def serve() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", port)
+        async with server:
+            await server.serve_forever()
+
+    try:
+        import uvloop  # the event loop the dashboard runs on (uvicorn picks it)
+
+        uvloop.run(serve())
+    except ImportError:
+        asyncio.run(serve())
+
+
 def wait_up(url: str, process: subprocess.Popen[bytes]) -> None:
     import httpx
 
@@ -118,15 +153,19 @@ def main() -> int:
     parser.add_argument("--streams", type=int, default=20)
     parser.add_argument("--rate", type=float, default=200.0, help="chunks per second per stream")
     parser.add_argument("--chunks", type=int, default=1000, help="chunks per stream")
-    parser.add_argument("--rounds", type=int, default=2, help="direct/proxied round pairs")
+    parser.add_argument("--rounds", type=int, default=2, help="direct/relay/proxied round triples")
     parser.add_argument("--lockstep", action="store_true",
                         help="start every stream at once, so all streams' chunks arrive in the same instant (default: "
                              "independent agents, their starts spread over one chunk interval)")
     parser.add_argument("--upstream-server", nargs=3, metavar=("PORT", "CAPTURES", "DELAY"), help=argparse.SUPPRESS)
+    parser.add_argument("--relay-server", nargs=2, metavar=("PORT", "UPSTREAM_PORT"), type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.upstream_server:
         port, captures, delay = args.upstream_server
         run_upstream(int(port), Path(captures), float(delay))
+        return 0
+    if args.relay_server:
+        run_relay(*args.relay_server)
         return 0
 
     from assembler.stress import stress_demo
@@ -134,10 +173,11 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="toollatch-bench-"))
     (work / "caps").mkdir()
     (work / "caps" / "stress.sse").write_bytes(stress_demo(events=args.chunks, calls=4).wire)
-    mock_port, proxy_port = free_port(), free_port()
+    mock_port, proxy_port, relay_port = free_port(), free_port(), free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env, "cwd": ROOT}
     mock = subprocess.Popen([sys.executable, __file__, "--upstream-server", str(mock_port), str(work / "caps"), str(1 / args.rate)], **quiet)  # type: ignore[call-overload]
+    relay = subprocess.Popen([sys.executable, __file__, "--relay-server", str(relay_port), str(mock_port)], **quiet)  # type: ignore[call-overload]
     serve = subprocess.Popen(
         [sys.executable, "-m", "assembler.cli", "serve", "--port", str(proxy_port), "--data-dir", str(work / "data"),
          "--captures", str(work / "caps"), "--upstream", f"bench=http://127.0.0.1:{mock_port}"],
@@ -146,34 +186,40 @@ def main() -> int:
     try:
         wait_up(f"http://127.0.0.1:{mock_port}/api/scenarios", mock)
         wait_up(f"http://127.0.0.1:{proxy_port}/api/sources", serve)
+        wait_up(f"http://127.0.0.1:{relay_port}/api/scenarios", relay)
         body = {"model": "stress.sse", "stream": True, "messages": [{"role": "user", "content": "bench"}]}
         direct_url = f"http://127.0.0.1:{mock_port}/v1/chat/completions"
         proxy_url = f"http://127.0.0.1:{proxy_port}/proxy/bench/v1/chat/completions"
-        asyncio.run(round_of(direct_url, 2, body))  # warm up both paths
-        asyncio.run(round_of(proxy_url, 2, body))
+        relay_url = f"http://127.0.0.1:{relay_port}/v1/chat/completions"
+        for url in (direct_url, relay_url, proxy_url):  # warm up every path
+            asyncio.run(round_of(url, 2, body))
         spread = 0.0 if args.lockstep else 1.0 / args.rate
         direct: list[float] = []
         proxied: list[float] = []
-        rates: dict[str, list[float]] = {"direct": [], "proxied": []}
+        relayed: list[float] = []
+        rates: dict[str, list[float]] = {"direct": [], "relay": [], "proxied": []}
         for _ in range(args.rounds):
-            for name, url, sink in (("direct", direct_url, direct), ("proxied", proxy_url, proxied)):
+            for name, url, sink in (("direct", direct_url, direct), ("relay", relay_url, relayed), ("proxied", proxy_url, proxied)):
                 got, elapsed, count = asyncio.run(round_of(url, args.streams, body, spread))
                 sink.extend(got)
                 rates[name].append(count / args.streams / elapsed)
     finally:
-        for process in (serve, mock):
+        for process in (serve, relay, mock):
             process.terminate()
             process.wait(timeout=10)
 
     print(f"toollatch proxy benchmark: {args.streams} concurrent streams x {args.chunks} chunks at {args.rate:g} chunks/s each, "
-          f"loopback, {args.rounds} direct/proxied round pairs, starts {'in lockstep' if args.lockstep else 'spread over one chunk interval'} "
+          f"loopback, {args.rounds} direct/relay/proxied round triples, starts {'in lockstep' if args.lockstep else 'spread over one chunk interval'} "
           f"(Python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
     print(f"{'path':<9} {'chunks':>8} {'chunks/s/stream':>16} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'mean ms':>8}")
-    for name, values in (("direct", direct), ("proxied", proxied)):
+    for name, values in (("direct", direct), ("relay", relayed), ("proxied", proxied)):
         print(f"{name:<9} {len(values):>8} {statistics.mean(rates[name]):>16.1f} {pct(values, 50):>8.3f} {pct(values, 99):>8.3f} "
               f"{max(values):>8.3f} {statistics.mean(values):>8.3f}")
     added50, added99 = pct(proxied, 50) - pct(direct, 50), pct(proxied, 99) - pct(direct, 99)
     verdict = "PASS" if added99 < TARGET_P99_MS else "FAIL"
+    hop50, hop99 = pct(relayed, 50) - pct(direct, 50), pct(relayed, 99) - pct(direct, 99)
+    print(f"for reference, added by a bare TCP relay (one more process on the path, no HTTP): p50 {hop50:.3f} ms, p99 {hop99:.3f} ms")
+    print(f"for reference, added by the proxy beyond that relay: p50 {added50 - hop50:.3f} ms, p99 {added99 - hop99:.3f} ms")
     print(f"added by the proxy per chunk: p50 {added50:.3f} ms, p99 {added99:.3f} ms (target p99 < {TARGET_P99_MS:g} ms: {verdict})")
     return 0 if verdict == "PASS" else 1
 
