@@ -2,12 +2,13 @@
 
     .venv/bin/python benchmarks/proxy.py [--streams 20] [--rate 200] [--chunks 1000] [--rounds 2]
 
-Three processes: the mock provider (the toollatch mock app, with each write stamped), the
+Three processes (four with the relay below): the mock provider (the toollatch mock app, with each write stamped), the
 dashboard (``toollatch serve --upstream bench=<mock>``) and this client. The mock
 prefixes every write with an SSE comment line ``: t=<CLOCK_MONOTONIC ns>`` (comments are
 ignored by SSE readers; the assembler counts them as a quirk). The client reads ``streams``
 concurrent streams of ``chunks`` chunks at ``rate`` chunks/s each, records for every chunk
-``arrival - stamp`` (CLOCK_MONOTONIC is one clock for every process on the machine), and
+``arrival - stamp`` (CLOCK_MONOTONIC is one clock for every process on the machine; the client reads each
+stream off a plain socket, so that its own CPU use competes little with what it measures), and
 does so directly against the mock and through ``/proxy/bench/...`` in alternating rounds
 of the same run. Streams start spread over one chunk interval, as independent agents do
 (``--lockstep`` starts them at once: every stream's chunk then arrives in the same
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import socket
@@ -33,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -117,29 +120,40 @@ def wait_up(url: str, process: subprocess.Popen[bytes]) -> None:
     raise SystemExit(f"{url}: server did not start")
 
 
-async def one_stream(client: object, url: str, body: dict[str, object], latencies: list[float], start_after: float = 0.0) -> int:
-    chunks = 0
+async def one_stream(url: str, payload: bytes, latencies: list[float], start_after: float = 0.0) -> int:
+    """One streamed POST read off a plain socket: the client's own CPU use stays small, so it
+    competes little with the paths it measures for the machine's cores."""
     await asyncio.sleep(start_after)
-    async with client.stream("POST", url, json=body) as response:  # type: ignore[attr-defined]
-        response.raise_for_status()
-        async for data in response.aiter_raw():
-            now = time.monotonic_ns()
-            for match in STAMP.finditer(data):
-                latencies.append((now - int(match.group(1))) / 1e6)
-                chunks += 1
+    parts = urlsplit(url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    writer.write(
+        b"POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+        % (parts.path.encode(), parts.hostname.encode(), parts.port, len(payload)) + payload
+    )
+    head = await reader.readuntil(b"\r\n\r\n")
+    if head.split(b" ", 2)[1] != b"200":
+        raise SystemExit(f"{url}: {head.splitlines()[0].decode()}")
+    chunks, tail = 0, b""
+    while data := await reader.read(65536):
+        now = time.monotonic_ns()
+        buf = tail + data
+        end = 0
+        for match in STAMP.finditer(buf):
+            latencies.append((now - int(match.group(1))) / 1e6)
+            chunks += 1
+            end = match.end()
+        tail = buf[max(end, len(buf) - 32) :]  # a stamp cut by this read is completed by the next
+    writer.close()
     return chunks
 
 
 async def round_of(url: str, streams: int, body: dict[str, object], spread: float = 0.0) -> tuple[list[float], float, int]:
     """``streams`` concurrent streams, started ``spread / streams`` seconds apart (0: all at once)."""
-    import httpx
-
     latencies: list[float] = []
-    limits = httpx.Limits(max_connections=streams + 4, max_keepalive_connections=streams + 4)
-    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
-        started = time.monotonic()
-        counts = await asyncio.gather(*(one_stream(client, url, body, latencies, n * spread / streams) for n in range(streams)))
-        elapsed = time.monotonic() - started - spread * (streams - 1) / streams
+    payload = json.dumps(body).encode()
+    started = time.monotonic()
+    counts = await asyncio.gather(*(one_stream(url, payload, latencies, n * spread / streams) for n in range(streams)))
+    elapsed = time.monotonic() - started - spread * (streams - 1) / streams
     return latencies, elapsed, sum(counts)
 
 
