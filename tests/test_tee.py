@@ -155,3 +155,77 @@ def test_direct_connect_stopped_mid_read_keeps_every_byte_it_read() -> None:
 
     asyncio.run(main())
     assert session.live_source.size == len(WIRE) and store.ended == "complete"  # it had reached [DONE]
+
+
+class ProxiedUpstream(Upstream):
+    """An upstream response as :class:`web.proxy.ProxyStream` reads it."""
+
+    status_code = 200
+
+    class headers:  # noqa: N801 - the shape of httpx.Headers the proxy reads
+        raw = [(b"content-type", b"text/event-stream")]
+
+
+def sizes_while(session: LiveSession, work: Any) -> list[int]:
+    """``session``'s assembled byte count at every turn of the event loop while ``work`` runs."""
+    sizes: list[int] = []
+
+    async def main() -> None:
+        done = False
+
+        async def watch() -> None:
+            while not done:
+                sizes.append(session.live_source.size)
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(watch())
+        await asyncio.sleep(0)
+        await work()
+        done = True
+        await task
+
+    asyncio.run(main())
+    return sizes
+
+
+def test_the_proxy_assembles_what_is_left_at_the_stream_end_in_steps() -> None:
+    from web.proxy import ProxyStream
+
+    session, store = live(), Store()
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()  # the client never goes away
+        return {}
+
+    async def work() -> None:
+        worker = TeeWorker()
+        # The upstream ends before the worker's first round: the whole stream is left to the end.
+        await ProxyStream(ProxiedUpstream(WIRE), session, store, [], worker)({"type": "http"}, receive, send)  # type: ignore[arg-type]
+        await worker.aclose()
+
+    sizes = sizes_while(session, work)
+    steps = [b - a for a, b in zip(sizes, sizes[1:])]
+    assert sizes[-1] == len(WIRE) and max(steps) <= TEE_STEP_BYTES  # never the whole backlog in one turn
+    assert b"".join(m.get("body", b"") for m in sent) == WIRE and store.ended == "complete"
+    assert b"".join(session.live_source.chunks) == WIRE
+
+
+def test_a_drain_cancelled_between_steps_feeds_the_rest_then_is_cancelled() -> None:
+    session = live()
+    tee = Tee(session, Flushes())  # type: ignore[arg-type]
+    tee.append(WIRE)
+
+    async def main() -> bool:
+        task = asyncio.create_task(tee.drain())
+        while session.live_source.size == 0:
+            await asyncio.sleep(0)
+        assert session.live_source.size == TEE_STEP_BYTES  # stopped after the first step
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return task.cancelled()
+
+    assert asyncio.run(main()) and tee.size == 0 and b"".join(session.live_source.chunks) == WIRE

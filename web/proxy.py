@@ -53,7 +53,7 @@ from .live_store import LiveSessionStore
 from .mock import MockProvider, MockTransport
 from .proxy_errors import control_character, error_json, error_shape  # error_shape: re-exported
 from .settings import Settings
-from .tee import TEE_INTERVAL, TEE_STEP_BYTES, Tee, TeeWorker  # TEE_INTERVAL, TeeWorker: re-exported
+from .tee import TEE_INTERVAL, Tee, TeeWorker  # TEE_INTERVAL, TeeWorker: re-exported
 
 log = logging.getLogger("toollatch.proxy")
 
@@ -206,7 +206,7 @@ class ProxyStream(Response):
             watch.cancel()
             if self.tee is not None:
                 self.teer.discard(self.tee)
-                self.tee.feed()  # whatever was forwarded is assembled before the end is applied
+                await self.tee.drain()  # whatever was forwarded is assembled, in steps, before the end is applied
             if self.session is not None:
                 self.session.abort = None
             await self.upstream.aclose()
@@ -233,14 +233,13 @@ async def consume(upstream: httpx.Response, session: LiveSession, store: LiveSes
     try:
         async for chunk in upstream.aiter_raw():
             tee.append(chunk)
-            while tee.feed(TEE_STEP_BYTES):
-                await asyncio.sleep(0)
+            await tee.drain()
     except asyncio.CancelledError:
         outcome = "stopped"
     except Exception as exc:  # httpx.HTTPError, or anything else the transport raised mid-body
         outcome, detail = "dropped", type(exc).__name__
     finally:
-        tee.feed()  # whatever was read is assembled before the end is applied
+        await tee.drain()  # whatever was read is assembled, in steps, before the end is applied
         await upstream.aclose()
         await conclude(store, session, outcome, detail, secrets)
 

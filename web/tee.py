@@ -8,7 +8,8 @@ feeds each queued tee to its :class:`~web.live.LiveSession`, at most
 :data:`TEE_STEP_BYTES` at a time (a tee with more left is queued again, behind the
 others), yielding to the event loop after each step: a chunk waiting to be forwarded
 waits behind one small step at most, never behind a stream's whole backlog (a stream
-that fell behind, or an upstream read holding many events at once).
+that fell behind, or an upstream read holding many events at once). What a tee still
+holds when its stream ends is fed the same way (:meth:`Tee.drain`) before the end is applied.
 """
 
 from __future__ import annotations
@@ -71,6 +72,19 @@ class Tee:
         self.session.feed_bytes(data)
         self.store.flush(self.session)
         return bool(self._chunks)
+
+    async def drain(self, step: int = TEE_STEP_BYTES) -> None:
+        """Feed everything held, ``step`` bytes at a time, yielding to the event loop after
+        each step but the last: what is left when a stream ends (often all of it, for an
+        upstream faster than the worker's rounds) never holds the other streams up. Cancelled
+        while it yields: the rest is fed at once, then the cancellation goes on, so every byte
+        held is assembled whatever happens."""
+        try:
+            while self.feed(step):
+                await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            self.feed()
+            raise
 
 
 class TeeWorker:
