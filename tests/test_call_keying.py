@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from assembler import Pipeline, read_capture
+from assembler import assemble_events, read_capture
 from assembler.model import CallState, StreamResult
 
 MERGED = {"cmd": "ls", "extra": {"cmd": "rm -rf /"}}
@@ -35,11 +35,7 @@ def jsonl(*events: dict[str, Any]) -> bytes:
 
 
 def assemble(data: bytes) -> StreamResult:
-    pipeline = Pipeline()
-    for event in read_capture(data):
-        pipeline.feed(event)
-    pipeline.close()
-    (result,) = pipeline.results()
+    (result,) = assemble_events(read_capture(data))
     return result
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from assembler import Pipeline, read_capture
+from assembler import assemble_events, read_capture
 from assembler.cli import main
 from assembler.config import ARGUMENT_DEPTH_CEILING, AssembleConfig
 from assembler.export import redact_capture
@@ -92,11 +92,7 @@ CAPTURES = {"openai-text": openai_text, "openai-object": openai_object, "anthrop
 
 
 def assemble(data: bytes, config: AssembleConfig | None = None) -> Any:
-    pipeline = Pipeline(config=config)
-    for event in read_capture(data):
-        pipeline.feed(event)
-    pipeline.close()
-    (result,) = pipeline.results()
+    (result,) = assemble_events(read_capture(data), config=config)
     return result
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from assembler import Pipeline, read_capture
+from assembler import assemble_events, read_capture
 from assembler.model import CallState, StreamResult
 
 HUGE = 10**15
@@ -79,11 +79,7 @@ BUILDERS: list[Callable[[int], bytes]] = [openai_chat, anthropic, openai_respons
 
 
 def assemble(data: bytes) -> StreamResult:
-    pipeline = Pipeline()
-    for event in read_capture(data):
-        pipeline.feed(event)
-    pipeline.close()
-    (result,) = pipeline.results()
+    (result,) = assemble_events(read_capture(data))
     return result
 
 

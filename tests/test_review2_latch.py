@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 from assembler import Pipeline, read_capture
-from assembler.capture import ProviderEvent
 from assembler.model import CallState, StreamResult
+
+from .test_dialect_gemini import chunk as _chunk
+from .test_dialect_gemini import run as _gemini
 
 
 def sse(*events: tuple[str, dict[str, Any]]) -> bytes:
@@ -91,22 +93,6 @@ def test_a_user_stop_answers_a_call_left_in_an_earlier_stream() -> None:
 
 
 # ------------------------------------------------------------------ Gemini: a streamed call cut by another call
-
-
-def _chunk(*parts: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    candidate: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}}
-    if finish:
-        candidate["finishReason"] = finish
-    return {"candidates": [candidate]}
-
-
-def _gemini(chunks: list[dict[str, Any]]) -> StreamResult:
-    pipeline = Pipeline("gemini")
-    for i, data in enumerate(chunks, 1):
-        pipeline.feed(ProviderEvent(None, data, i, 0))
-    pipeline.close()
-    (result,) = pipeline.results()
-    return result
 
 
 def test_a_streamed_call_cut_off_by_the_next_call_never_commits() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from assembler import AssembleConfig, Pipeline, ToolRegistry, read_capture
+from assembler import AssembleConfig, ToolRegistry, assemble_events, read_capture
 from assembler.model import CallState, StreamResult
 
 
@@ -29,11 +29,7 @@ def sse(*events: Any, done: bool = False) -> bytes:
 
 
 def assemble(data: bytes, tools: list[Any] | None = None, config: AssembleConfig | None = None) -> list[StreamResult]:
-    pipeline = Pipeline(registry=ToolRegistry.from_tools(tools) if tools is not None else None, config=config)
-    for event in read_capture(data):
-        pipeline.feed(event)
-    pipeline.close()
-    return pipeline.results()
+    return assemble_events(read_capture(data), registry=ToolRegistry.from_tools(tools) if tools is not None else None, config=config)
 
 
 def chat(ci: int, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

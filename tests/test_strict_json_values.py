@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import assembler.dialects.base as dialect_base
-from assembler import AssembleConfig, Pipeline, read_capture
+from assembler import AssembleConfig, assemble_events, read_capture
 from assembler.model import CallState, StreamResult
 
 from .test_eventstream import encode_frame
@@ -248,11 +248,7 @@ IDS = [p.__name__ for p in PATHS]
 
 
 def assemble(data: bytes, config: AssembleConfig | None = None) -> StreamResult:
-    pipeline = Pipeline(config=config)
-    for event in read_capture(data):
-        pipeline.feed(event)
-    pipeline.close()
-    (result,) = pipeline.results()
+    (result,) = assemble_events(read_capture(data), config=config)
     return result
 
 

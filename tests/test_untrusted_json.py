@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from assembler import Pipeline, read_capture
+from assembler import assemble_events, read_capture
 from assembler.capture import CaptureError
 from assembler.export import mask_value, redact_capture
 from assembler.har import read_har
@@ -38,11 +38,7 @@ HOSTILE = {
 
 
 def assemble(data: bytes) -> StreamResult:
-    pipeline = Pipeline()
-    for event in read_capture(data):
-        pipeline.feed(event)
-    pipeline.close()
-    (result,) = pipeline.results()
+    (result,) = assemble_events(read_capture(data))
     return result
 
 
