@@ -23,6 +23,7 @@ from web import Settings, create_app
 from web.session import Session
 from web.sources import LoadedSource
 
+from .test_linear_calls import _fastest
 from .test_web_app import BASE
 
 
@@ -52,15 +53,6 @@ def test_a_proxied_path_that_is_not_a_url_is_a_clear_error_and_ends_its_session(
 
 
 # ------------------------------------------------------------------ work that grows faster than the input
-
-
-def _fastest(run: Any, repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    return best
 
 
 def _replay_seconds(n: int) -> float:
