@@ -19,22 +19,13 @@ from web.live_store import save_recording
 
 from .test_export import verdicts
 from .test_live_exports import live
+from .test_review_latch import sse
 from .test_web_app import make_client
 
 SECRET = "CANARYsecret7f3e"
 #: A string value whose JSON-escaped form is longer than its UTF-8 bytes: quotes, a
 #: backslash, a newline, a tab, non-ASCII and a control character.
 TRICKY = 'He said "' + SECRET + '"\\ \n\té€\x01'
-
-
-def sse(*events: tuple[str, Any] | Any, done: bool = False) -> bytes:
-    out = []
-    for ev in events:
-        if isinstance(ev, tuple):
-            out.append(f"event: {ev[0]}\ndata: {json.dumps(ev[1])}\n\n")
-        else:
-            out.append(f"data: {json.dumps(ev)}\n\n")
-    return ("".join(out) + ("data: [DONE]\n\n" if done else "")).encode()
 
 
 def jsonl(*docs: Any) -> bytes:
