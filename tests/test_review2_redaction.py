@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-from starlette.types import Receive, Scope, Send
 
 from assembler import Pipeline, read_capture
 from assembler.export import redact_capture
@@ -20,6 +19,7 @@ from assembler.model import CallState
 from web import Settings, create_app
 
 from .test_live_server import finished, newest_live, serve
+from .test_live_upstream_faults import upstream_app
 
 SECRET = "CANARYvalue8472615"
 
@@ -102,13 +102,7 @@ def test_the_redacted_reproducer_masks_arguments_given_as_json_values(name: str)
 
 
 def _anthropic_upstream():  # type: ignore[no-untyped-def]
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-        await send({"type": "http.response.body", "body": sse(*_ANTHROPIC_VALUE_DELTA)})
-
-    return app
+    return upstream_app(lambda _key: [sse(*_ANTHROPIC_VALUE_DELTA)])
 
 
 def test_a_recording_of_a_call_that_did_not_commit_never_serves_its_values(tmp_path: Path) -> None:
@@ -125,16 +119,9 @@ def test_a_recording_of_a_call_that_did_not_commit_never_serves_its_values(tmp_p
 
 def _unknown_format_upstream():  # type: ignore[no-untyped-def]
     """A streaming answer in a format no dialect adapter reads (Ollama's ``/api/chat`` NDJSON)."""
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        call = {"function": {"name": "f", "arguments": {"p": SECRET}}}
-        body = jsonl({"model": "m", "message": {"role": "assistant", "content": "", "tool_calls": [call]}, "done": False}, {"model": "m", "done": True})
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/x-ndjson")]})
-        await send({"type": "http.response.body", "body": body})
-
-    return app
+    call = {"function": {"name": "f", "arguments": {"p": SECRET}}}
+    body = jsonl({"model": "m", "message": {"role": "assistant", "content": "", "tool_calls": [call]}, "done": False}, {"model": "m", "done": True})
+    return upstream_app(lambda _key: [body], content_type=b"application/x-ndjson")
 
 
 def test_a_redacted_download_of_a_stream_no_adapter_reads_masks_its_strings(tmp_path: Path) -> None:
@@ -153,17 +140,11 @@ def _call_after_done_upstream():  # type: ignore[no-untyped-def]
     def event(delta: dict[str, Any], finish: str | None = None) -> bytes:
         return sse({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        body = event({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, "tool_calls")
-        body += b"data: [DONE]\n\n"
-        body += event({"tool_calls": [{"index": 1, "id": "c2", "type": "function", "function": {"name": "f", "arguments": '{"p": "' + SECRET + '"'}}]})
-        body += b"data: [DONE]\n\n"
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-        await send({"type": "http.response.body", "body": body})
-
-    return app
+    body = event({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, "tool_calls")
+    body += b"data: [DONE]\n\n"
+    body += event({"tool_calls": [{"index": 1, "id": "c2", "type": "function", "function": {"name": "f", "arguments": '{"p": "' + SECRET + '"'}}]})
+    body += b"data: [DONE]\n\n"
+    return upstream_app(lambda _key: [body])
 
 
 def test_a_recording_with_a_call_after_the_stream_end_is_not_served_as_received(tmp_path: Path) -> None:
