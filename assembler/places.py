@@ -110,9 +110,8 @@ class PlaceMasker:
             return value  # no text: nothing to mask or to account for
         elif whole or repeat:
             self.ledger.duplicate(text, where)
-        else:
-            self.ledger.ignored(where)
-            return mask_all(value) if isinstance(value, str) else mask_arguments(value)
+        else:  # a fragment no op carried
+            return self.unread(value, what)
         return mask_json_text(value) if isinstance(value, str) else mask_arguments(value)
 
     def free(self, value: Any, what: str) -> Any:
