@@ -47,7 +47,9 @@ UNREAD_STREAM = "no dialect adapter reads this stream: every string value is mas
 def redact_events(events: Iterable[ProviderEvent], dialect: str | None = None) -> list[ProviderEvent]:
     """Masked copies of ``events`` (unreadable events are dropped); ``dialect``: the
     dialect to read them as (detected from the events when None)."""
-    return _redact(list(events), dialect)[0]
+    redactor = EventRedactor(dialect)
+    out = [masked for event in events for masked in redactor.feed(event)]
+    return out + redactor.finish()[0]
 
 
 def stray_argument_text(events: Iterable[ProviderEvent], dialect: str | None = None) -> list[str]:
@@ -78,13 +80,6 @@ def _dialect_of(event: ProviderEvent, dialect: str | None) -> str | None:
     if event.error is None and (found := detect(event)) is not None and (dialect is None or found == dialect):
         return found
     return None
-
-
-def _redact(events: list[ProviderEvent], dialect: str | None) -> tuple[list[ProviderEvent], list[str]]:
-    redactor = EventRedactor(dialect)
-    out = [masked for event in events for masked in redactor.feed(event)]
-    rest, stray = redactor.finish()
-    return out + rest, stray
 
 
 class EventRedactor:
@@ -160,13 +155,9 @@ def redact_capture(data: bytes, name: str = "<input>", dialect: str | None = Non
     accepts are redacted.
     """
     try:
-        return _redact_capture(data, name, dialect)
+        return "".join(redacted_lines(data, name, dialect)).encode("utf-8", "surrogatepass")
     except RecursionError:  # a path not made iterative yet: a clear error, never a traceback
         raise ValueError(f"{name}: an event nests too deep to redact") from None
-
-
-def _redact_capture(data: bytes, name: str, dialect: str | None) -> bytes:
-    return "".join(redacted_lines(data, name, dialect)).encode("utf-8", "surrogatepass")
 
 
 #: Bytes of a capture :func:`redacted_lines` hands the capture reader at a time.

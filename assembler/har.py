@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .capture import CaptureError
-from .untrusted import json_problem
+from .untrusted import json_problem, parse_json
 from .urls import scrub_url
 
 _STREAM_TYPES = ("event-stream", "eventstream", "jsonl", "ndjson", "x-ndjson")
@@ -108,9 +108,6 @@ def read_har(data: bytes, name: str = "<input>") -> list[HarStream]:
 
 def _request_json(request: dict[str, Any]) -> dict[str, Any]:
     post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
-    try:
-        body = json.loads(post.get("text") or "{}")
-    except (ValueError, TypeError, RecursionError):  # a request body that is not JSON has no tools
-        return {}
-    return body if isinstance(body, dict) else {}
+    body, problem = parse_json(post.get("text") or "{}")  # a request body that is not JSON has no tools
+    return body if problem is None and isinstance(body, dict) else {}
 

@@ -140,17 +140,16 @@ class JSONPrefixScanner:
         if not self.mask:
             self._scan(fragment)
             return fragment
-        out: list[str] | None = []
+        out: list[str] = []
         for ch in fragment:
             width = 1 if ch < "\x80" else len(ch.encode("utf-8", "surrogatepass"))
             # String-value content: inside a value string (escapes included), not its quotes.
             content = self._mode in _IN_STRING and not self._in_key and not (self._mode is _Mode.STRING and ch == '"')
             if self.error is None and not self._step(ch):
                 self.error = PrefixError(self._fragment, self._offset, self._expect().value)
-            if out is not None:
-                out.append("x" * width if content or self.error is not None else ch)
+            out.append("x" * width if content or self.error is not None else ch)
             self._offset += width
-        return "".join(out) if out is not None else fragment
+        return "".join(out)
 
     def _scan(self, fragment: str) -> None:
         """:meth:`feed` without masking: runs of plain string content are passed in one step."""
@@ -306,7 +305,7 @@ class JSONPrefixScanner:
 
 
 def _mask_all(fragment: str) -> str:
-    return "".join("x" * len(ch.encode("utf-8", "surrogatepass")) for ch in fragment)
+    return "x" * len(fragment.encode("utf-8", "surrogatepass"))
 
 
 def diagnose(fragments: list[str]) -> dict[str, Any]:

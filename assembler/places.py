@@ -20,6 +20,7 @@ from typing import Any
 
 from . import jsontext
 from .capture import DONE, ProviderEvent
+from .dialects.openai_responses import _WRAP_CLOSE, _WRAP_OPEN  # around a custom tool's free-text input
 from .model import Op
 from .redactor import (
     ArgOp,
@@ -37,8 +38,6 @@ from .untrusted import parse_json
 
 Json = Any
 
-#: The wrapper the Responses adapter puts around a custom tool's free-text input.
-_WRAP_OPEN, _WRAP_CLOSE = '{"input":"', '"}'
 #: A fallback number is written with at most this many digits (Python's int/str limit).
 _MAX_DIGITS = 4000
 
@@ -111,9 +110,8 @@ class PlaceMasker:
             return value  # no text: nothing to mask or to account for
         elif whole or repeat:
             self.ledger.duplicate(text, where)
-        else:
-            self.ledger.ignored(where)
-            return mask_all(value) if isinstance(value, str) else mask_arguments(value)
+        else:  # a fragment no op carried
+            return self.unread(value, what)
         return mask_json_text(value) if isinstance(value, str) else mask_arguments(value)
 
     def free(self, value: Any, what: str) -> Any:

@@ -25,11 +25,11 @@ before its stream's end (:attr:`Ledger.stray`).
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from . import jsontext
+from .dialects.openai_responses import _escape as escaped  # a JSON string literal's inside, as the adapter writes it
 from .jsonprefix import JSONPrefixScanner
 from .model import ArgsFragment, CallIdentity, CallKey, CallStart, Cancel, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
 
@@ -41,12 +41,6 @@ _ENDS = (StreamEnd, StreamError, StreamTruncated, Cancel)
 def placeholder(text: str) -> str:
     """``x`` repeated to the UTF-8 byte length of ``text``."""
     return "x" * len(text.encode("utf-8", "surrogatepass"))
-
-
-def escaped(text: str) -> str:
-    """``text`` as the inside of a JSON string literal, as the adapters write it
-    (``ensure_ascii=False``)."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
 def escaped_placeholder(text: str, times: int = 1) -> str:

@@ -74,10 +74,15 @@ def _property_names(schema: Any) -> frozenset[str]:
     return frozenset(names)
 
 
+def _segment(part: Any) -> str:
+    """``/`` and ``part`` as a JSON Pointer reference token (RFC 6901: ``~`` as ``~0``, ``/`` as ``~1``)."""
+    return "/" + str(part).replace("~", "~0").replace("/", "~1")
+
+
 def _schema_fault(exc: js_exceptions.SchemaError) -> str:
     """Where a schema breaks its meta-schema and which rule, without quoting the schema's
     values (jsonschema's message does; a schema may hold defaults or examples)."""
-    pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in exc.absolute_path) or "/"
+    pointer = "".join(_segment(p) for p in exc.absolute_path) or "/"
     if exc.validator == "type":
         return f"{pointer} must be of type {' or '.join(exc.validator_value) if isinstance(exc.validator_value, list) else exc.validator_value}"
     return f"{pointer} breaks the meta-schema's {exc.validator!r} rule"
@@ -91,7 +96,7 @@ def _pointers(schema: Any) -> dict[int, str]:
         node, pointer = stack.pop()
         if isinstance(node, dict):
             found.setdefault(id(node), pointer)
-            stack.extend((v, f"{pointer}/{str(k).replace('~', '~0').replace('/', '~1')}") for k, v in node.items())
+            stack.extend((v, pointer + _segment(k)) for k, v in node.items())
         elif isinstance(node, list):
             found.setdefault(id(node), pointer)
             stack.extend((v, f"{pointer}/{i}") for i, v in enumerate(node))
@@ -245,7 +250,7 @@ class ToolRegistry:
         for err in errors:
             # A key the schema does not name is argument text: shown as "*", never quoted.
             segments = (str(p) if isinstance(p, int) or p in declared else "*" for p in err.absolute_path)
-            pointer = "".join("/" + s.replace("~", "~0").replace("/", "~1") for s in segments)
+            pointer = "".join(_segment(s) for s in segments)
             expected = json.dumps(err.validator_value, ensure_ascii=False) if err.validator != "$ref" else ""
             issues.append(SchemaIssue(pointer or "/", str(err.validator), expected[:120], err.message))
         return issues

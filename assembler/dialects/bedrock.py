@@ -154,10 +154,14 @@ class BedrockInvokeAdapter:
             payload = base64.b64decode(chunk["bytes"], validate=True)
         except (binascii.Error, ValueError):
             return [StreamError(f"line {event.line}: chunk.bytes is not base64")]
-        inner, problem = parse_json(payload)
+        try:  # decoded once: parsed, and kept as the inner event's text
+            text: str | None = payload.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            text = None  # parse_json names the byte
+        inner, problem = parse_json(payload if text is None else text)
         if problem is not None:
             return [StreamError(f"line {event.line}: chunk.bytes decodes to a payload that is {problem}")]
-        return self._inner.feed(ProviderEvent(None, inner, event.line, event.offset, raw=payload.decode("utf-8-sig")))
+        return self._inner.feed(ProviderEvent(None, inner, event.line, event.offset, raw=text))
 
     def close(self) -> list[Op]:
         return self._inner.close()
