@@ -153,9 +153,14 @@ def floor_anthropic(data: bytes) -> dict[Any, str]:
     return {k: "".join(v) for k, v in parts.items()}
 
 
+def _reads(data: bytes) -> Any:
+    """``data`` in the reads ``toollatch assemble`` makes of a file."""
+    return (data[i : i + READ] for i in range(0, len(data), READ))
+
+
 def toollatch(data: bytes) -> Any:
     pipeline = Pipeline(emit_events=False)  # as `toollatch assemble` runs it: 16 KiB reads
-    for event in iter_capture(data[i : i + READ] for i in range(0, len(data), READ)):
+    for event in iter_capture(_reads(data)):
         pipeline.feed(event)
     pipeline.close()
     return pipeline.results()
@@ -164,7 +169,7 @@ def toollatch(data: bytes) -> Any:
 def reader_and_adapter(data: bytes, dialect: str) -> list[Any]:
     adapter = make_adapter(dialect)
     ops: list[Any] = []
-    for event in iter_capture(data[i : i + READ] for i in range(0, len(data), READ)):
+    for event in iter_capture(_reads(data)):
         ops += adapter.feed(event)
     ops += adapter.close()
     return ops
