@@ -29,7 +29,6 @@ from typing import Any
 from assembler.capture import CaptureError
 from assembler.export import redact_capture
 from assembler.retell import retell_body
-from assembler import jsontext
 
 from .as_received import (  # TEXT_LEFT_ASIDE, download_as_received: re-exported
     TEXT_LEFT_ASIDE,
@@ -37,7 +36,7 @@ from .as_received import (  # TEXT_LEFT_ASIDE, download_as_received: re-exported
     download_as_received,
     redacted_in_steps,
 )
-from .credentials import scrub_bytes, scrub_text
+from .credentials import scrub_bytes, scrub_value
 from .fanout import Broadcaster
 from .live import LiveSession, LiveSource, usable_registry
 from .render import Renderer
@@ -271,7 +270,7 @@ def prepare_recording(
         meta["redacted"] = "a forwarded credential appeared in argument text: the recording keeps the redacted reproducer"
     # String by string (keys too): the request body as well, if a key was pasted into it. A
     # replace over the JSON text could cut its syntax: a forwarded query value may be any text.
-    clean = jsontext.rebuild(meta, lambda v: scrub_text(v, secrets) if isinstance(v, str) else v, lambda k: scrub_text(k, secrets))
+    clean = scrub_value(meta, secrets)
     src = session.live_source
     name = f"{src.upstream} {src.endpoint}" + (f" {src.model}" if src.model else "")
     return PreparedRecording(session.id, name, body, src.tools, clean, recording_summary(session))

@@ -49,9 +49,9 @@ class _Verdict:
 
 @dataclass
 class _Group:
-    """The calls of one stream that carry one ``tool_call_id``."""
+    """The calls of one stream that carry one ``tool_call_id`` (the stream and the id key it
+    in :class:`OwedResults`)."""
 
-    stream: int
     cards: list[Card] = field(default_factory=list)
     committed: bool = False
     owner: Card | None = None  # the first call in finalize order that owes a result
@@ -124,7 +124,9 @@ class OwedResults:
         elif moved:
             changed |= self._leave(card, old_id)
         if (created or moved) and new_id is not None:
-            group = self._groups.setdefault((card.stream, new_id), _Group(card.stream))
+            group = self._groups.get((card.stream, new_id))
+            if group is None:
+                group = self._groups[(card.stream, new_id)] = _Group()
             group.cards.append(card)
             if len(group.cards) == 2:
                 self._shared.setdefault(card.stream, set()).add(new_id)

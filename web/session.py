@@ -210,7 +210,7 @@ class Session:
     def take_changes(self) -> Changes:
         """The changes accumulated since the last call, and start a new set."""
         changes, self.pending = self.pending, Changes()
-        if getattr(self, "_counters_moved", False) and changes.any():
+        if self._counters_moved and changes.any():
             changes.status, self._counters_moved = True, False
         return changes
 

@@ -126,11 +126,12 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         if triage.still_streaming(session):
             return error_page("Cannot export yet", triage.STILL_STREAMING, 409)
         source = session.source
-        if not source.stream_data.strip():  # e.g. a non-streaming body that could not be read
+        data = source.stream_data  # a live source joins and scrubs its chunks for each read
+        if not data.strip():  # e.g. a non-streaming body that could not be read
             why = f" {session.error}" if session.error else ""
             return error_page("Cannot export", f"{source.name}: no provider stream was assembled, so there is nothing to reproduce.{why}", 422)
         try:
-            body = await asyncio.to_thread(redact_capture, source.stream_data, source.name, session.pipeline.dialect)
+            body = await asyncio.to_thread(redact_capture, data, source.name, session.pipeline.dialect)
         except (CaptureError, ValueError) as exc:
             return error_page("Cannot export", f"{source.name} cannot be redacted: {exc}", 422)
         body = session.scrubbed(body)
