@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from assembler import Pipeline, Reason, read_capture
+from assembler import Reason, assemble_events, read_capture
 from assembler import finalize
 from assembler.config import ARGUMENT_DEPTH_CEILING, AssembleConfig
 from assembler.finalize import check_arguments
@@ -31,11 +31,7 @@ def openai_call(args: str) -> bytes:
 
 
 def run(data: bytes, config: AssembleConfig | None = None) -> Any:
-    pipeline = Pipeline(config=config)
-    for event in read_capture(data):
-        pipeline.feed(event)
-    pipeline.close()
-    (result,) = pipeline.results()
+    (result,) = assemble_events(read_capture(data), config=config)
     return result
 
 

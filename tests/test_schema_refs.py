@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import assembler.registry as registry_module
-from assembler import Pipeline, ToolRegistry, read_capture
+from assembler import ToolRegistry, assemble_events, read_capture
 from assembler.cli import main
 from assembler.finalize import check_arguments
 from assembler.model import CallState
@@ -31,11 +31,7 @@ def _chat(*calls: tuple[str, str, str]) -> bytes:
 
 
 def _assemble(data: bytes, registry: ToolRegistry) -> Any:
-    pipeline = Pipeline(registry=registry)
-    for event in read_capture(data):
-        pipeline.feed(event)
-    pipeline.close()
-    (result,) = pipeline.results()
+    (result,) = assemble_events(read_capture(data), registry=registry)
     return result
 
 
