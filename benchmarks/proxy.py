@@ -1,6 +1,6 @@
 """Latency the recording proxy adds per chunk, over loopback, against the built-in mock.
 
-    .venv/bin/python benchmarks/proxy.py [--streams 20] [--rate 200] [--chunks 1000] [--rounds 2]
+    .venv/bin/python benchmarks/proxy.py [--streams 20] [--rate 200] [--chunks 1000] [--rounds 3]
 
 Three processes (four with the relay below): the mock provider (the toollatch mock app, with each write stamped), the
 dashboard (``toollatch serve --upstream bench=<mock>``) and this client. The mock
@@ -160,6 +160,15 @@ async def round_of(url: str, streams: int, body: dict[str, object], spread: floa
     return latencies, elapsed, sum(counts)
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time a process's threads have run, in seconds (Linux ``/proc``; None elsewhere)."""
+    try:
+        tasks = Path(f"/proc/{pid}/task")
+        return sum(int((task / "schedstat").read_text().split()[0]) for task in tasks.iterdir()) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
@@ -170,7 +179,7 @@ def main() -> int:
     parser.add_argument("--streams", type=int, default=20)
     parser.add_argument("--rate", type=float, default=200.0, help="chunks per second per stream")
     parser.add_argument("--chunks", type=int, default=1000, help="chunks per stream")
-    parser.add_argument("--rounds", type=int, default=2, help="direct/relay/proxied round triples")
+    parser.add_argument("--rounds", type=int, default=3, help="direct/relay/proxied round triples")
     parser.add_argument("--lockstep", action="store_true",
                         help="start every stream at once, so all streams' chunks arrive in the same instant (default: "
                              "independent agents, their starts spread over one chunk interval)")
@@ -215,11 +224,21 @@ def main() -> int:
         proxied: list[float] = []
         relayed: list[float] = []
         rates: dict[str, list[float]] = {"direct": [], "relay": [], "proxied": []}
+        dashboard_cpu: list[float] = []  # seconds of the dashboard's CPU per proxied round
+        added_by_round: list[float] = []  # p99 added in each triple: how much the figure moves from round to round
         for _ in range(args.rounds):
             for name, url, sink in (("direct", direct_url, direct), ("relay", relay_url, relayed), ("proxied", proxy_url, proxied)):
+                before = cpu_seconds(serve.pid)
                 got, elapsed, count = asyncio.run(round_of(url, args.streams, body, spread))
+                after = cpu_seconds(serve.pid)
+                if name == "proxied" and before is not None and after is not None:
+                    dashboard_cpu.append(after - before)
                 sink.extend(got)
                 rates[name].append(count / args.streams / elapsed)
+                if name == "direct":
+                    direct_p99 = pct(got, 99)
+                elif name == "proxied":
+                    added_by_round.append(pct(got, 99) - direct_p99)
                 if name == "proxied":  # the dashboard saves the round's recordings: not during the next round
                     time.sleep(SETTLE_S)
     finally:
@@ -234,6 +253,10 @@ def main() -> int:
     for name, values in (("direct", direct), ("relay", relayed), ("proxied", proxied)):
         print(f"{name:<9} {len(values):>8} {statistics.mean(rates[name]):>16.1f} {pct(values, 50):>8.3f} {pct(values, 99):>8.3f} "
               f"{max(values):>8.3f} {statistics.mean(values):>8.3f}")
+    if dashboard_cpu:
+        print(f"dashboard CPU during the proxied rounds: {1e6 * sum(dashboard_cpu) / len(proxied):.1f} us per chunk "
+              f"({100 * sum(dashboard_cpu) / (len(dashboard_cpu) * args.chunks / args.rate):.0f}% of one core)")
+    print("p99 added by the proxy in each round triple: " + ", ".join(f"{value:.3f} ms" for value in added_by_round))
     added50, added99 = pct(proxied, 50) - pct(direct, 50), pct(proxied, 99) - pct(direct, 99)
     verdict = "PASS" if added99 < TARGET_P99_MS else "FAIL"
     hop50, hop99 = pct(relayed, 50) - pct(direct, 50), pct(relayed, 99) - pct(direct, 99)
