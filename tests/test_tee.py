@@ -229,3 +229,40 @@ def test_a_drain_cancelled_between_steps_feeds_the_rest_then_is_cancelled() -> N
         return task.cancelled()
 
     assert asyncio.run(main()) and tee.size == 0 and b"".join(session.live_source.chunks) == WIRE
+
+
+def test_a_stop_once_the_client_has_the_whole_body_leaves_the_session_to_end_complete(tmp_path: Any) -> None:
+    from web.app import resource_dir
+    from web.live_store import LiveRenderer, LiveSessionStore
+    from web.proxy import ProxyStream
+    from web.settings import Settings
+    from web.session import Status
+
+    settings = Settings(data_dir=tmp_path)
+    store = LiveSessionStore(settings, LiveRenderer(resource_dir("templates"), settings))
+    session = store.create_live(live().live_source)
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()  # the client never goes away
+        return {}
+
+    async def main() -> None:
+        worker = TeeWorker()
+        # The upstream ends before the worker's first round: all of it is assembled at the end, in steps.
+        proxied = asyncio.create_task(ProxyStream(ProxiedUpstream(WIRE), session, store, [], worker)({"type": "http"}, receive, send))  # type: ignore[arg-type]
+        while session.live_source.size == 0:
+            await asyncio.sleep(0)
+        assert session.live_source.size < len(WIRE) and sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+        store.cancel(session)  # Stop, pressed while what the client already has is being assembled
+        assert not session.status.done
+        await proxied
+        await worker.aclose()
+
+    asyncio.run(main())
+    assert session.status is Status.FINISHED and session.end_kind == "complete"
+    assert {c.state.value for r in session.pipeline.results() for c in r.calls} == {"committed"}
+    assert b"".join(session.live_source.chunks) == WIRE

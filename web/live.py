@@ -261,6 +261,9 @@ class LiveSession(Session):
         #: A forwarded credential was found in what the session assembled (e.g. echoed in
         #: argument text split over fragments, which per-event scrubbing cannot see).
         self.echoed_secret = False
+        #: The client was sent the whole response (the proxy forwarded the upstream's normal
+        #: end); what it holds may still be being assembled. A Stop then has nothing to abort.
+        self.delivered = False
 
     def scrubbed(self, value: Any) -> Any:
         """``value`` with every credential the request forwarded replaced by ``[redacted]``

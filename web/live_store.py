@@ -129,9 +129,15 @@ class LiveSessionStore(SessionStore):
     # ------------------------------------------------------------------ controls
 
     def cancel(self, session: Session) -> None:
-        """Stop: a live session aborts its upstream request and the client's stream."""
+        """Stop: a live session aborts its upstream request and the client's stream. Once
+        the client was sent the whole response (:attr:`~web.live.LiveSession.delivered`),
+        there is nothing left to stop: the session ends as what was forwarded ends, never
+        CANCELLED while the agent holds every call complete."""
         if not isinstance(session, LiveSession):
             super().cancel(session)
+            return
+        if session.delivered:
+            self.flush(session)
             return
         abort, session.abort = session.abort, None
         session.cancel("user stop")

@@ -198,6 +198,8 @@ class ProxyStream(Response):
             elif (exc := pump.exception()) is not None:
                 client_side = isinstance(exc, OSError) and not isinstance(exc, httpx.HTTPError)
                 outcome, detail = ("client_gone", "") if client_side else ("dropped", type(exc).__name__)
+            elif self.session is not None:  # the client has the whole body: a Stop now changes nothing
+                self.session.delivered, self.session.abort = True, None
         except asyncio.CancelledError:  # server shutdown
             pump.cancel()
             outcome = "stopped"
