@@ -142,3 +142,39 @@ def test_a_long_upstream_error_is_cut_with_an_ellipsis() -> None:
 
     text = describe_error(500, json.dumps({"error": {"type": "server_error", "message": "word " * 200}}).encode())
     assert text.endswith("…") and len(text) < 340
+
+
+def _setting_a_cookie(seen: list[bytes | None]):  # type: ignore[no-untyped-def]
+    """An OpenAI Chat upstream that sets a session cookie on every answer and records the
+    ``Cookie`` header of every request it gets."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        seen.append(dict(scope["headers"]).get(b"cookie"))
+        chunk = {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}
+        headers = [(b"content-type", b"text/event-stream"), (b"set-cookie", f"session={SECRET}; Path=/".encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()})
+
+    return app
+
+
+def test_an_upstream_cookie_goes_to_its_own_client_and_is_never_kept_for_another_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proxy forwards the cookies each client sends, and nothing else: a ``Set-Cookie``
+    reaches the client it answers, and is never stored and added to a later request
+    (another agent's, or a direct connection's)."""
+    seen: list[bytes | None] = []
+    body = {"model": "x", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    monkeypatch.setenv("TOOLLATCH_TEST_COOKIE_KEY", "k")
+    with serve(_setting_a_cookie(seen)) as upstream:
+        settings = Settings(data_dir=tmp_path, upstreams={"up": upstream}, api_key_env={"up": "TOOLLATCH_TEST_COOKIE_KEY"})
+        with serve(create_app(settings)) as base:
+            url = f"{base}/proxy/up/v1/chat/completions"
+            answers = [httpx.post(url, json=body) for _ in range(2)]  # each call a new client: no cookie of its own
+            answers.append(httpx.post(url, json=body, headers={"cookie": "mine=1"}))
+            connected = httpx.post(f"{base}/connect", data={"upstream": "up", "api": "chat", "model": "x", "tools": "", "prompt": "hi"})
+            assert connected.status_code == 303
+            finished(base, connected.headers["location"].rsplit("/", 1)[1])
+    assert [a.headers["set-cookie"] for a in answers] == [f"session={SECRET}; Path=/"] * 3
+    assert seen == [None, None, b"mine=1", None]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from urllib.parse import parse_qsl
 
 import httpx
@@ -90,14 +91,24 @@ def header_bytes(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
     return [(encode(k), encode(v)) for k, v in headers]
 
 
+def cookie_jar() -> CookieJar:
+    """A cookie jar that keeps nothing, for the upstream clients: each request carries the
+    ``Cookie`` header its own client sent, and each ``Set-Cookie`` goes back to the client it
+    answers, never further. (An ``httpx.AsyncClient``'s own jar stores every cookie an
+    upstream sets and adds it to every later request that has no ``Cookie`` header: another
+    agent's, or a direct connection's.)"""
+    return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
+
+
 class Upstreams:
-    """Where each upstream name goes, and the httpx clients that reach it."""
+    """Where each upstream name goes, and the httpx clients that reach it (no cookie jar:
+    :func:`cookie_jar`)."""
 
     def __init__(self, settings: Settings, mock: MockProvider) -> None:
         self.configured = dict(settings.upstreams)
         limits = httpx.Limits(max_connections=1000, max_keepalive_connections=64)  # one connection per live stream
-        self.http = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False, limits=limits)
-        self.mock = httpx.AsyncClient(transport=MockTransport(mock), timeout=TIMEOUT, limits=limits)
+        self.http = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False, limits=limits, cookies=cookie_jar())
+        self.mock = httpx.AsyncClient(transport=MockTransport(mock), timeout=TIMEOUT, limits=limits, cookies=cookie_jar())
 
     def names(self) -> list[str]:
         return list(dict.fromkeys([*self.configured, *BUILTIN_UPSTREAMS]))
