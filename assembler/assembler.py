@@ -162,7 +162,10 @@ class Assembler:
     # ------------------------------------------------------------------ ops
 
     def apply(self, op: Op) -> list[AssemblyEvent]:
-        """Apply one op; return the events it caused (possibly none)."""
+        """Apply one op; return the events it caused (possibly none).
+
+        Raises :class:`TypeError` for anything that is not one of the op types of
+        :mod:`assembler.model` (:data:`~assembler.model.Op`), before changing any state."""
         out: list[AssemblyEvent] = []
         kind = type(op)
         if kind is ArgsFragment and self.began and self._end is None:  # the hot path
@@ -171,6 +174,8 @@ class Assembler:
         if kind is Quirk:
             self._quirk(op.name, out)  # type: ignore[union-attr]
             return out
+        if kind not in _HANDLERS and kind is not StreamStart:
+            raise TypeError(f"Assembler.apply takes an op (assembler.model.Op), not {kind.__qualname__}")
         if not self.began:
             self.began = True
             self._emit(out, "stream_start")

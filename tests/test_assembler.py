@@ -562,3 +562,13 @@ def test_fragments_after_our_own_overflow_are_not_a_provider_quirk() -> None:
     result = asm.result()
     assert result.calls[0].reason.startswith("arguments_exceed_max_bytes")
     assert result.calls[0].fragments == 2 and result.quirks == {}
+
+
+@pytest.mark.parametrize("thing", [None, {"kind": "fragment"}, "ArgsFragment", ("args", 0)])
+def test_apply_refuses_what_is_not_an_op_before_changing_anything(thing: object) -> None:
+    asm, _ = make()
+    with pytest.raises(TypeError, match="takes an op"):
+        asm.apply(thing)  # type: ignore[arg-type]
+    assert not asm.began
+    events = run(asm, [*call_ops((0,), "c1", "f", "{}"), StreamEnd()])
+    assert [e.kind for e in events][0] == "stream_start" and states(asm) == [CallState.COMMITTED]
