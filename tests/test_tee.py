@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from typing import Any
 
@@ -265,4 +266,19 @@ def test_a_stop_once_the_client_has_the_whole_body_leaves_the_session_to_end_com
     asyncio.run(main())
     assert session.status is Status.FINISHED and session.end_kind == "complete"
     assert {c.state.value for r in session.pipeline.results() for c in r.calls} == {"committed"}
+    assert b"".join(session.live_source.chunks) == WIRE
+
+
+def test_a_decoding_fault_ends_the_session_with_an_error_and_keeps_the_bytes(monkeypatch: Any) -> None:
+    session = live()
+
+    def broken(chunk: bytes) -> list[Any]:
+        raise ValueError(f"cannot read {chunk!r}")  # a fault whose text quotes the stream
+
+    session.feed_bytes(WIRE[:500])
+    monkeypatch.setattr(session._capture, "decode", broken)
+    session.feed_bytes(WIRE[500:900])  # never raises into the tee or the proxy
+    session.feed_bytes(WIRE[900:])
+    assert session.status.value == "error" and session.error == "The stream could not be decoded (ValueError)."
+    assert session.end_kind == "error" and "cannot read" not in json.dumps(session.to_json())
     assert b"".join(session.live_source.chunks) == WIRE

@@ -297,13 +297,21 @@ class LiveSession(Session):
     # ------------------------------------------------------------------ feeding
 
     def feed_bytes(self, chunk: bytes) -> None:
-        """One chunk exactly as received: kept for the recording, decoded, assembled."""
+        """One chunk exactly as received: kept for the recording, decoded, assembled. Never
+        raises: a fault in decoding ends the session with an error (status ERROR) naming
+        the exception's type only, and the bytes are still kept."""
         self.live_source.chunks.append(chunk)
         self.live_source.size += len(chunk)
         self.progressed()
         if self.status.done or self.upstream_error or self.live_source.json_body:
             return  # an error or JSON body is read once complete; after the end, bytes are only kept
-        for event in self._capture.decode(chunk):
+        try:
+            events = self._capture.decode(chunk)
+        except Exception as exc:  # a bug must not stop the tee or the proxy; its text could quote the stream
+            log.error("session %s: live decoding raised %s", self.id, type(exc).__name__)
+            self._fail(f"The stream could not be decoded ({type(exc).__name__}).")
+            return
+        for event in events:
             self._event(event)
         self._watch_idle()
 
@@ -415,6 +423,11 @@ class LiveSession(Session):
             return
         super().cancel(detail)
         self.end_kind = "cancelled"
+
+    def _fail(self, message: str) -> None:
+        """The stream could not be read or assembled further (a fault, not the upstream's)."""
+        super()._fail(message)
+        self.end_kind = "error"
 
     def _end(self, kind: str) -> None:
         self.end_kind = kind
