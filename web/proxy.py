@@ -15,7 +15,9 @@ known-harmless ones: :mod:`web.credentials`) are forwarded upstream and nowhere 
 header is stored, logged, shown or recorded, query values are replaced in every URL that is
 logged or shown, and should an upstream echo a forwarded credential, the live session
 scrubs it from all it shows, stores or logs (the page, the JSON twin, exports, the recording). ``Accept-Encoding`` is sent as ``identity`` so the
-bytes teed are the bytes the client gets.
+bytes teed are the bytes the client gets; the request's other headers are forwarded as the
+client sent them (repeated ones repeated, in order), hop-by-hop ones left out, and the
+httpx clients add none of their own (:func:`bare_client`).
 
 Outcomes: upstream ended → the client's response ends normally and the session finishes
 (complete or truncated); upstream dropped mid-body → the client's stream is aborted too
@@ -100,15 +102,26 @@ def cookie_jar() -> CookieJar:
     return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
 
 
+def bare_client(**options: object) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` that adds nothing of its own to a request: no default
+    header (httpx's ``User-Agent: python-httpx``, ``Accept: */*``, ``Connection`` and
+    ``Accept-Encoding`` would otherwise go upstream with every request whose client sent
+    none), no cookie (:func:`cookie_jar`), no redirect followed. Only ``Host`` and the body's
+    ``Content-Length`` are set by httpx itself."""
+    client = httpx.AsyncClient(follow_redirects=False, cookies=cookie_jar(), **options)  # type: ignore[arg-type]
+    client.headers.clear()
+    return client
+
+
 class Upstreams:
-    """Where each upstream name goes, and the httpx clients that reach it (no cookie jar:
-    :func:`cookie_jar`)."""
+    """Where each upstream name goes, and the httpx clients that reach it
+    (:func:`bare_client`: they add no header or cookie of their own)."""
 
     def __init__(self, settings: Settings, mock: MockProvider) -> None:
         self.configured = dict(settings.upstreams)
         limits = httpx.Limits(max_connections=1000, max_keepalive_connections=64)  # one connection per live stream
-        self.http = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False, limits=limits, cookies=cookie_jar())
-        self.mock = httpx.AsyncClient(transport=MockTransport(mock), timeout=TIMEOUT, limits=limits, cookies=cookie_jar())
+        self.http = bare_client(timeout=TIMEOUT, limits=limits)
+        self.mock = bare_client(transport=MockTransport(mock), timeout=TIMEOUT, limits=limits)
 
     def names(self) -> list[str]:
         return list(dict.fromkeys([*self.configured, *BUILTIN_UPSTREAMS]))

@@ -1,0 +1,134 @@
+"""The recording proxy is transparent, end to end through the real app on uvicorn: the
+upstream gets the client's request and nothing of the proxy's own; the client gets the
+upstream's answer and nothing of the dashboard's own; what the session records of either
+is what was exchanged."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from web import Settings, create_app
+from web.connect import USER_AGENT
+
+from .test_live_server import finished, serve
+
+
+class RawUpstream:
+    """An upstream on a raw socket: keeps each request's bytes as received (``requests``)
+    and answers each with the exact bytes ``answer(request)`` returns, then closes."""
+
+    def __init__(self, answer: Callable[[bytes], bytes]) -> None:
+        self.answer = answer
+        self.requests: list[bytes] = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, name="raw-upstream", daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                got = conn.recv(65536)
+                if not got:
+                    return
+                data += got
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next((int(v) for k, v in header_lines(head) if k.lower() == "content-length"), 0)
+            while len(body) < length:
+                body += conn.recv(65536)
+            self.requests.append(head + b"\r\n\r\n" + body)
+            conn.sendall(self.answer(self.requests[-1]))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@contextmanager
+def raw_upstream(answer: Callable[[bytes], bytes]) -> Iterator[RawUpstream]:
+    upstream = RawUpstream(answer)
+    try:
+        yield upstream
+    finally:
+        upstream.close()
+
+
+def header_lines(head: bytes) -> list[tuple[str, str]]:
+    """The header lines of a request or response head (its first line left out), in order."""
+    lines = head.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]
+    return [(k.decode("latin-1"), v.decode("latin-1").strip()) for k, _, v in (line.partition(b":") for line in lines)]
+
+
+def raw_exchange(base: str, request: bytes) -> bytes:
+    """Send ``request`` byte for byte to ``base`` and return every byte of the answer."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(request)
+        answer = b""
+        while got := conn.recv(65536):
+            answer += got
+    return answer
+
+
+def http_response(status: str, headers: list[tuple[str, str]], body: bytes = b"") -> bytes:
+    """A complete HTTP/1.1 response: ``status`` (``"200 OK"``), the header lines as given, ``body``."""
+    lines = [f"HTTP/1.1 {status}", *(f"{k}: {v}" for k, v in headers), "", ""]
+    return "\r\n".join(lines).encode("latin-1") + body
+
+
+JSON_OK = http_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", "2"), ("Connection", "close")], b"{}")
+
+
+def test_the_upstream_gets_the_clients_headers_and_none_of_the_proxys_own(tmp_path: Path) -> None:
+    """No ``User-Agent``, ``Accept`` or ``Connection`` of the proxy's HTTP client is added to
+    a request whose client sent none; repeated headers arrive repeated, in order; a header
+    the client did send arrives once, with its value."""
+    body = b'{"model": "m", "messages": []}'
+    with raw_upstream(lambda _: JSON_OK) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream.url}))) as base:
+        head = (
+            "POST /proxy/up/v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Foo: 1\r\nX-Foo: 2\r\nCookie: c1=1\r\nCookie: c2=2\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
+        answer = raw_exchange(base, head.encode() + body)
+        assert answer.startswith(b"HTTP/1.1 200")
+        agent = httpx.post(f"{base}/proxy/up/v1/chat/completions", content=body, headers={"user-agent": "agent/1.0", "accept": "application/json"})
+        assert agent.status_code == 200
+    first, second = (header_lines(r) for r in upstream.requests)
+    assert [(k.lower(), v) for k, v in first if k.lower() != "host"] == [
+        ("x-foo", "1"), ("x-foo", "2"), ("cookie", "c1=1"), ("cookie", "c2=2"),
+        ("content-type", "application/json"), ("accept-encoding", "identity"), ("content-length", str(len(body))),
+    ]
+    assert [v for k, v in second if k.lower() == "user-agent"] == ["agent/1.0"]
+    assert [v for k, v in second if k.lower() == "accept"] == ["application/json"]
+    assert upstream.requests[0].endswith(body) and upstream.requests[1].endswith(body)
+
+
+def test_direct_connect_names_the_dashboard_as_its_client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLLATCH_TEST_TRANSPARENCY_KEY", "k-0123456789")
+    with raw_upstream(lambda _: JSON_OK) as upstream:
+        settings = Settings(data_dir=tmp_path, upstreams={"up": upstream.url}, api_key_env={"up": "TOOLLATCH_TEST_TRANSPARENCY_KEY"})
+        with serve(create_app(settings)) as base:
+            connected = httpx.post(f"{base}/connect", data={"upstream": "up", "api": "chat", "model": "x", "tools": "", "prompt": "hi"})
+            assert connected.status_code == 303
+            finished(base, connected.headers["location"].rsplit("/", 1)[1])
+    sent = [(k.lower(), v) for k, v in header_lines(upstream.requests[0])]
+    assert [v for k, v in sent if k == "user-agent"] == [USER_AGENT]
+    assert [v for k, v in sent if k == "accept"] == ["text/event-stream"]
+    assert [v for k, v in sent if k == "authorization"] == ["Bearer k-0123456789"]
