@@ -132,3 +132,30 @@ def test_direct_connect_names_the_dashboard_as_its_client(tmp_path: Path, monkey
     assert [v for k, v in sent if k == "user-agent"] == [USER_AGENT]
     assert [v for k, v in sent if k == "accept"] == ["text/event-stream"]
     assert [v for k, v in sent if k == "authorization"] == ["Bearer k-0123456789"]
+
+
+UPSTREAM_DATE = "Mon, 01 Jan 2001 00:00:00 GMT"
+
+
+def test_a_proxied_response_carries_the_upstreams_date_and_server_once_and_no_other(tmp_path: Path) -> None:
+    """The dashboard's server adds no ``Date`` or ``Server`` header to a proxied answer: the
+    upstream's arrive once, and an upstream that sends none leaves the client none. The
+    dashboard's own responses are dated."""
+    dated = http_response("200 OK", [("Date", UPSTREAM_DATE), ("Server", "upstream-srv/1"), ("Content-Length", "2"), ("Connection", "close")], b"{}")
+    with raw_upstream(lambda _: dated) as up, raw_upstream(lambda _: JSON_OK) as bare:
+        with serve(create_app(Settings(data_dir=tmp_path, upstreams={"dated": up.url, "bare": bare.url}))) as base:
+            answers = [httpx.get(f"{base}/proxy/{name}/v1/models") for name in ("dated", "bare")]
+            own = httpx.get(f"{base}/api/live")
+    assert [(a.headers.get_list("date"), a.headers.get_list("server")) for a in answers] == [([UPSTREAM_DATE], ["upstream-srv/1"]), ([], [])]
+    assert len(own.headers.get_list("date")) == 1 and own.headers.get_list("server") == []
+
+
+def test_the_dashboard_runs_with_no_header_of_the_servers_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
+    from web.app import run
+
+    options: dict[str, object] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: options.update(kw))
+    run(Settings(data_dir=tmp_path))
+    assert options["server_header"] is False and options["date_header"] is False
