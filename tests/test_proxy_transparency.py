@@ -159,3 +159,25 @@ def test_the_dashboard_runs_with_no_header_of_the_servers_own(tmp_path: Path, mo
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: options.update(kw))
     run(Settings(data_dir=tmp_path))
     assert options["server_header"] is False and options["date_header"] is False
+
+
+def _answer_by_method(request: bytes) -> bytes:
+    """``hello`` with ``X-Method``; a HEAD gets the same head and no body, an OPTIONS a 204 with ``Allow``."""
+    method = request.split(b" ", 1)[0].decode()
+    if method == "OPTIONS":
+        return http_response("204 No Content", [("Allow", "GET, HEAD, POST, OPTIONS"), ("X-Method", method), ("Connection", "close")])
+    head = http_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "5"), ("X-Method", method), ("Connection", "close")])
+    return head if method == "HEAD" else head + b"hello"
+
+
+@pytest.mark.parametrize("method", ["HEAD", "OPTIONS", "GET", "DELETE", "PUT", "PATCH"])
+def test_every_method_an_sdk_sends_is_forwarded_as_sent(tmp_path: Path, method: str) -> None:
+    with raw_upstream(_answer_by_method) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream.url}))) as base:
+        answer = httpx.request(method, f"{base}/proxy/up/v1/files/file-1")
+    assert [r.split(b" ", 2)[:2] for r in upstream.requests] == [[method.encode(), b"/v1/files/file-1"]]
+    assert answer.headers["x-method"] == method
+    if method == "OPTIONS":
+        assert answer.status_code == 204 and answer.headers["allow"] == "GET, HEAD, POST, OPTIONS"
+    else:
+        assert answer.status_code == 200 and answer.headers["content-length"] == "5"
+        assert answer.content == (b"" if method == "HEAD" else b"hello")

@@ -356,10 +356,10 @@ def new_session(store: LiveSessionStore, name: str, path: str, body: bytes, secr
 
 
 def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstreams, teer: TeeWorker) -> APIRouter:
-    """``/proxy/{upstream}/{path}`` for every method; POSTs become live sessions."""
+    """``/proxy/{upstream}/{path}`` for every method an SDK sends (HEAD and OPTIONS too); POSTs become live sessions."""
     router = APIRouter()
 
-    @router.api_route("/proxy/{name}/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+    @router.api_route("/proxy/{name}/{path:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], include_in_schema=False)
     async def proxy(name: str, path: str, request: Request) -> Response:
         if upstreams.base(name) is None:
             known = ", ".join(upstreams.names())
