@@ -5,8 +5,11 @@ is what was exchanged."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import socket
 import threading
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +20,7 @@ import pytest
 from web import Settings, create_app
 from web.connect import USER_AGENT
 
-from .test_live_server import finished, serve
+from .test_live_server import finished, newest_live, serve
 
 
 class RawUpstream:
@@ -181,3 +184,89 @@ def test_every_method_an_sdk_sends_is_forwarded_as_sent(tmp_path: Path, method: 
     else:
         assert answer.status_code == 200 and answer.headers["content-length"] == "5"
         assert answer.content == (b"" if method == "HEAD" else b"hello")
+
+
+CALL = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+SSE = (
+    f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'tool_calls': [CALL]}}]})}\n\n"
+    f"data: {json.dumps({'choices': [{'index': 0, 'delta': {}, 'finish_reason': 'tool_calls'}]})}\n\n"
+    "data: [DONE]\n\n"
+).encode()
+COMPLETION = json.dumps({
+    "id": "chatcmpl-1", "object": "chat.completion", "model": "m",
+    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [{k: v for k, v in CALL.items() if k != "index"}]}}],
+}).encode()
+
+
+def _raw_deflate(data: bytes) -> bytes:
+    packer = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    return packer.compress(data) + packer.flush()
+
+
+def _chunked(body: bytes, size: int = 7) -> bytes:
+    """``body`` in ``Transfer-Encoding: chunked`` framing, ``size`` bytes a chunk."""
+    parts = [body[i : i + size] for i in range(0, len(body), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
+
+
+def _encoded_answer(coding: str, body: bytes, content_type: str) -> bytes:
+    head = http_response("200 OK", [("Content-Type", content_type), ("Content-Encoding", coding), ("Transfer-Encoding", "chunked"), ("Connection", "close")])
+    return head + _chunked(body)
+
+
+ENCODED = [
+    ("gzip", gzip.compress),
+    ("x-gzip", gzip.compress),
+    ("deflate", zlib.compress),
+    ("deflate", _raw_deflate),
+    ("gzip", lambda data: gzip.compress(data[:40]) + gzip.compress(data[40:])),  # two gzip members
+]
+
+
+@pytest.mark.parametrize(("coding", "encode"), ENCODED)
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_encoded_answer_reaches_the_client_as_sent_and_the_session_assembles_its_content(tmp_path: Path, coding: str, encode: Callable[[bytes], bytes], stream: bool) -> None:
+    """An upstream that content-encodes its answer though asked for ``identity``: the client
+    gets the encoded bytes and ``Content-Encoding`` unchanged; the session, its recording
+    and its calls are made of the decoded content."""
+    content, content_type = (SSE, "text/event-stream") if stream else (COMPLETION, "application/json")
+    encoded = encode(content)
+    with raw_upstream(lambda _: _encoded_answer(coding, encoded, content_type)) as upstream:
+        with serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream.url}))) as base:
+            with httpx.Client() as client, client.stream("POST", f"{base}/proxy/up/v1/chat/completions", json={"model": "m", "stream": stream}) as answer:
+                received = b"".join(answer.iter_raw())
+            doc = finished(base, newest_live(base))
+            recording = httpx.get(f"{base}/sessions/{doc['id']}/recording")
+    assert answer.status_code == 200 and answer.headers["content-encoding"] == coding and received == encoded
+    assert (doc["status"], doc["live"]["end"]) == ("finished", "complete"), doc.get("error")
+    assert [(c["call_id"], c["name"], c["arguments"], c["state"]) for c in doc["streams"][0]["calls"]] == [("call_1", "get_weather", {"city": "Paris"}, "committed")]
+    assert recording.status_code == 200 and recording.content == content
+
+
+def test_direct_connect_assembles_an_encoded_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLLATCH_TEST_TRANSPARENCY_KEY", "k-0123456789")
+    with raw_upstream(lambda _: _encoded_answer("gzip", gzip.compress(SSE), "text/event-stream")) as upstream:
+        settings = Settings(data_dir=tmp_path, upstreams={"up": upstream.url}, api_key_env={"up": "TOOLLATCH_TEST_TRANSPARENCY_KEY"})
+        with serve(create_app(settings)) as base:
+            connected = httpx.post(f"{base}/connect", data={"upstream": "up", "api": "chat", "model": "x", "tools": "", "prompt": "hi"})
+            doc = finished(base, connected.headers["location"].rsplit("/", 1)[1])
+    assert (doc["status"], doc["live"]["end"]) == ("finished", "complete"), doc.get("error")
+    assert [(c["name"], c["arguments"]) for c in doc["streams"][0]["calls"]] == [("get_weather", {"city": "Paris"})]
+
+
+@pytest.mark.parametrize(
+    ("coding", "body", "named"),
+    [
+        ("x-unknown-coding", SSE, "x-unknown-coding"),
+        ("gzip", b"\x1f\x8b\x08\x00 this is no gzip member " * 4, "gzip"),
+        ("gzip", gzip.compress(SSE * 64)[:-40], "gzip"),  # cut short inside the compressed data
+    ],
+)
+def test_an_answer_whose_coding_cannot_be_undone_is_forwarded_and_the_session_says_so(tmp_path: Path, coding: str, body: bytes, named: str) -> None:
+    with raw_upstream(lambda _: _encoded_answer(coding, body, "text/event-stream")) as upstream:
+        with serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream.url}))) as base:
+            with httpx.Client() as client, client.stream("POST", f"{base}/proxy/up/v1/chat/completions", json={"model": "m", "stream": True}) as answer:
+                received = b"".join(answer.iter_raw())
+            doc = finished(base, newest_live(base))
+    assert answer.status_code == 200 and received == body
+    assert doc["status"] == "error" and f"Content-Encoding: {named}" in doc["error"], doc.get("error")

@@ -15,7 +15,8 @@ known-harmless ones: :mod:`web.credentials`) are forwarded upstream and nowhere 
 header is stored, logged, shown or recorded, query values are replaced in every URL that is
 logged or shown, and should an upstream echo a forwarded credential, the live session
 scrubs it from all it shows, stores or logs (the page, the JSON twin, exports, the recording). ``Accept-Encoding`` is sent as ``identity`` so the
-bytes teed are the bytes the client gets; the request's other headers are forwarded as the
+bytes teed are the bytes the client gets (an upstream that encodes its answer anyway: the
+client gets it encoded, the session its decoded content, :mod:`web.tee`); the request's other headers are forwarded as the
 client sent them (repeated ones repeated, in order), hop-by-hop ones left out, and the
 httpx clients add none of their own (:func:`bare_client`).
 
@@ -186,7 +187,7 @@ class ProxyStream(Response):
     ) -> None:
         super().__init__(status_code=upstream.status_code)
         self.teer = teer
-        self.tee = Tee(session, store) if session is not None else None
+        self.tee = Tee(session, store, upstream.headers.get("content-encoding")) if session is not None else None
         self.upstream = upstream
         self.session = session
         self.store = store
@@ -233,6 +234,7 @@ class ProxyStream(Response):
             if self.tee is not None:
                 self.teer.discard(self.tee)
                 await self.tee.drain()  # whatever was forwarded is assembled, in steps, before the end is applied
+                self.tee.close(outcome == "complete")
             if self.session is not None:
                 self.session.abort = None
             await self.upstream.aclose()
@@ -255,7 +257,7 @@ async def consume(upstream: httpx.Response, session: LiveSession, store: LiveSes
     event loop in between, as the proxy's tee is: a read of many events at once never holds
     up the streams the proxy forwards meanwhile."""
     outcome, detail = "complete", ""
-    tee = Tee(session, store)
+    tee = Tee(session, store, upstream.headers.get("content-encoding"))
     try:
         async for chunk in upstream.aiter_raw():
             tee.append(chunk)
@@ -266,6 +268,7 @@ async def consume(upstream: httpx.Response, session: LiveSession, store: LiveSes
         outcome, detail = "dropped", type(exc).__name__
     finally:
         await tee.drain()  # whatever was read is assembled, in steps, before the end is applied
+        tee.close(outcome == "complete")
         await upstream.aclose()
         await conclude(store, session, outcome, detail, secrets)
 
