@@ -270,3 +270,31 @@ def test_an_answer_whose_coding_cannot_be_undone_is_forwarded_and_the_session_sa
             doc = finished(base, newest_live(base))
     assert answer.status_code == 200 and received == body
     assert doc["status"] == "error" and f"Content-Encoding: {named}" in doc["error"], doc.get("error")
+
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+
+
+@pytest.mark.parametrize(("coding", "encode"), [("gzip", gzip.compress), ("deflate", zlib.compress)])
+def test_an_encoded_request_body_is_forwarded_as_sent_and_recorded_decoded(tmp_path: Path, coding: str, encode: Callable[[bytes], bytes]) -> None:
+    """A client that content-encodes its request body: the upstream gets the body and its
+    ``Content-Encoding`` unchanged; the session records the request (model, tools)."""
+    body = encode(json.dumps({"model": "m-coded", "stream": True, "tools": TOOLS, "messages": []}).encode())
+    stream = http_response("200 OK", [("Content-Type", "text/event-stream"), ("Content-Length", str(len(SSE))), ("Connection", "close")], SSE)
+    with raw_upstream(lambda _: stream) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream.url}))) as base:
+        answer = httpx.post(f"{base}/proxy/up/v1/chat/completions", content=body, headers={"content-type": "application/json", "content-encoding": coding})
+        doc = finished(base, newest_live(base))
+    assert answer.status_code == 200 and answer.content == SSE
+    sent = upstream.requests[0]
+    assert sent.endswith(b"\r\n\r\n" + body) and (("content-encoding", coding) in [(k.lower(), v) for k, v in header_lines(sent)])
+    assert (doc["live"]["model"], doc["live"]["tools"], doc["live"]["streaming"]) == ("m-coded", ["get_weather"], True)
+    assert [(c["name"], c["state"]) for c in doc["streams"][0]["calls"]] == [("get_weather", "committed")]
+
+
+def test_a_request_body_whose_coding_cannot_be_undone_is_forwarded_and_recorded_as_no_json(tmp_path: Path) -> None:
+    body = b"\x1f\x8b not gzip at all"
+    with raw_upstream(lambda _: JSON_OK) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream.url}))) as base:
+        answer = httpx.post(f"{base}/proxy/up/v1/chat/completions", content=body, headers={"content-type": "application/json", "content-encoding": "gzip"})
+        doc = finished(base, newest_live(base))
+    assert answer.status_code == 200 and upstream.requests[0].endswith(b"\r\n\r\n" + body)
+    assert doc["live"]["model"] is None and doc["live"]["tools"] is None

@@ -46,6 +46,7 @@ from starlette.types import Message, Receive, Scope, Send
 from assembler.urls import scrub_url
 from assembler.untrusted import parse_json
 
+from .content_coding import MAX_DECODED_BYTES, CodingError, decode_body
 from .credentials import (  # the credential rules, re-exported for the proxy's callers
     SECRET_HEADERS,
     install_log_filters,
@@ -348,10 +349,19 @@ async def _refuse(store: LiveSessionStore, session: LiveSession | None, path: st
     return error_json(status, kind, message, path)
 
 
-def new_session(store: LiveSessionStore, name: str, path: str, body: bytes, secrets: list[str] | None = None) -> LiveSession:
+def new_session(
+    store: LiveSessionStore, name: str, path: str, body: bytes, secrets: list[str] | None = None,
+    content_encoding: str | None = None, limit: int = MAX_DECODED_BYTES,
+) -> LiveSession:
     """A live session for a request body (JSON when it parses; its ``tools`` the registry);
-    ``secrets``: the credential values the request forwards, scrubbed from all it shows."""
-    request, _ = parse_json(body) if body else (None, None)  # not JSON: forwarded as is, no registry
+    ``secrets``: the credential values the request forwards, scrubbed from all it shows.
+    ``content_encoding``: the request's ``Content-Encoding``; the body is decoded (to at most
+    ``limit`` bytes) for the session only, and is forwarded as the client sent it."""
+    try:
+        content = decode_body(body, content_encoding, limit)
+    except CodingError:
+        content = b""  # a coding that cannot be undone: forwarded as is, no registry
+    request, _ = parse_json(content) if content else (None, None)  # not JSON: forwarded as is, no registry
     endpoint = "/" + path.lstrip("/")
     source = LiveSource(f"{name}{endpoint}", upstream=name, endpoint=endpoint, dialect=endpoint_dialect(path),
                         request=request if isinstance(request, dict) else None, secrets=secrets)
@@ -377,7 +387,8 @@ def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstrea
         query = "&".join(q for q in (embedded, request.url.query) if q)
         headers = list(request.headers.items())
         secrets = secret_values(headers, parse_qsl(embedded, keep_blank_values=True) + list(request.query_params.multi_items()))
-        session = new_session(store, name, path, body, secrets) if request.method == "POST" else None
+        coding = request.headers.get("content-encoding")
+        session = new_session(store, name, path, body, secrets, coding, settings.max_upload_bytes) if request.method == "POST" else None
         upstream = await open_upstream(upstreams, store, name, request.method, path, query, headers, body, session)
         if isinstance(upstream, JSONResponse):
             return upstream
