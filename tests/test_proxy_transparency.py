@@ -298,3 +298,34 @@ def test_a_request_body_whose_coding_cannot_be_undone_is_forwarded_and_recorded_
         doc = finished(base, newest_live(base))
     assert answer.status_code == 200 and upstream.requests[0].endswith(b"\r\n\r\n" + body)
     assert doc["live"]["model"] is None and doc["live"]["tools"] is None
+
+
+KEY = "sk-CANARYecho0123456789"
+
+
+def _echoing_in_headers(request: bytes) -> bytes:
+    """An upstream that echoes the request's key in its status line and response headers."""
+    return http_response(
+        f"200 OK {KEY}",
+        [("Content-Type", f"text/event-stream; charset=utf-8; key={KEY}"), ("Set-Cookie", f"session={KEY}; Path=/"), ("X-Echo", KEY),
+         ("Content-Length", str(len(SSE))), ("Connection", "close")],
+        SSE,
+    )
+
+
+def test_a_credential_echoed_in_response_headers_reaches_the_client_and_nothing_the_dashboard_serves(tmp_path: Path) -> None:
+    with raw_upstream(_echoing_in_headers) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream.url}))) as base:
+        answer = httpx.post(f"{base}/proxy/up/v1/chat/completions", json={"model": "m", "stream": True}, headers={"authorization": f"Bearer {KEY}"})
+        sid = finished(base, newest_live(base))["id"]
+        # a client that echoes its own key in the request body: its model names the session
+        httpx.post(f"{base}/proxy/up/v1/chat/completions", json={"model": f"m-{KEY}", "stream": True}, headers={"x-api-key": KEY})
+        other = finished(base, newest_live(base, 1))["id"]
+        paths = (f"/sessions/{sid}", f"/api/sessions/{sid}", "/api/sessions", "/api/live", "/", f"/sessions/{sid}/recording", "/api/stored",
+                 f"/sessions/{sid}/export.report.json", f"/sessions/{sid}/export.md", f"/sessions/{sid}/triage", f"/sessions/{other}", f"/compare?a={sid}")
+        served = {path: httpx.get(f"{base}{path}").text for path in paths}
+    assert answer.headers["content-type"].endswith(f"key={KEY}") and answer.headers["set-cookie"] == f"session={KEY}; Path=/"  # the client's, unchanged
+    assert answer.headers["x-echo"] == KEY
+    leaked = [path for path, text in served.items() if KEY in text]
+    assert leaked == [], " ".join(leaked)
+    stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert KEY.encode() not in stored

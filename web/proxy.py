@@ -321,8 +321,7 @@ async def open_upstream(
         message = f"toollatch proxy: the request to upstream {name!r} failed before it answered ({type(exc).__name__})."
         return await _refuse(store, session, path, 502, "upstream_request_failed", message)
     if session is not None:
-        session.live_source.http_status = upstream.status_code
-        session.live_source.content_type = upstream.headers.get("content-type")
+        session.live_source.answered(upstream.status_code, upstream.headers.get("content-type"))
         store.flush(session)
     return upstream
 
