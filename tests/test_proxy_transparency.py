@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import socket
 import threading
 import zlib
@@ -329,3 +330,31 @@ def test_a_credential_echoed_in_response_headers_reaches_the_client_and_nothing_
     assert leaked == [], " ".join(leaked)
     stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
     assert KEY.encode() not in stored
+
+
+@pytest.mark.parametrize("via", ["proxy", "connect"])
+def test_no_log_line_holds_a_credential_from_the_answers_head(tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, via: str) -> None:
+    """An upstream's status line and headers, as the HTTP libraries log them (httpx's request
+    line at INFO, httpcore's response head at DEBUG), hold no forwarded credential the
+    upstream echoed, nor the value of a credential header it set (``Set-Cookie``)."""
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("TOOLLATCH_TEST_TRANSPARENCY_KEY", KEY)
+    own = "upstream-session-token-0123456789"
+
+    def answer(request: bytes) -> bytes:
+        return _echoing_in_headers(request).replace(b"\r\n\r\n", f"\r\nSet-Cookie: sid={own}; HttpOnly\r\n\r\n".encode(), 1)
+
+    with raw_upstream(answer) as upstream:
+        settings = Settings(data_dir=tmp_path, upstreams={"up": upstream.url}, api_key_env={"up": "TOOLLATCH_TEST_TRANSPARENCY_KEY"})
+        with serve(create_app(settings)) as base:
+            if via == "proxy":
+                answered = httpx.post(f"{base}/proxy/up/v1/chat/completions", json={"model": "m", "stream": True}, headers={"authorization": f"Bearer {KEY}"})
+                assert answered.headers.get_list("set-cookie") == [f"session={KEY}; Path=/", f"sid={own}; HttpOnly"]
+            else:
+                httpx.post(f"{base}/connect", data={"upstream": "up", "api": "chat", "model": "x", "tools": "", "prompt": "hi"})
+            finished(base, newest_live(base))
+            thread = f"uvicorn-{base.rsplit(':', 1)[1]}"
+    logged = [r.getMessage() for r in caplog.records if r.threadName == thread]
+    assert any("receive_response_headers.complete" in m for m in logged) and any("HTTP Request: POST" in m for m in logged)
+    assert [m for m in logged if KEY in m or own in m] == []
+    assert any("b'X-Echo'" in m for m in logged)  # the head is still logged, credentials replaced

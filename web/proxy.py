@@ -48,6 +48,7 @@ from assembler.untrusted import parse_json
 
 from .content_coding import MAX_DECODED_BYTES, CodingError, decode_body
 from .credentials import (  # the credential rules, re-exported for the proxy's callers
+    FORWARDED,
     SECRET_HEADERS,
     install_log_filters,
     is_secret_header,
@@ -386,6 +387,7 @@ def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstrea
         query = "&".join(q for q in (embedded, request.url.query) if q)
         headers = list(request.headers.items())
         secrets = secret_values(headers, parse_qsl(embedded, keep_blank_values=True) + list(request.query_params.multi_items()))
+        FORWARDED.set(tuple(secrets))  # this request's context only: its log lines are scrubbed of them
         coding = request.headers.get("content-encoding")
         session = new_session(store, name, path, body, secrets, coding, settings.max_upload_bytes) if request.method == "POST" else None
         upstream = await open_upstream(upstreams, store, name, request.method, path, query, headers, body, session)

@@ -21,6 +21,7 @@ goes on regardless.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections import deque
 
 from .content_coding import CodingError, Decoder, decoder
@@ -150,7 +151,9 @@ class TeeWorker:
         self._queue[tee] = None
         if self._task is None or self._task.done():
             self._wake = asyncio.Event()
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="proxy-tee")
+            # A context of its own: nothing of the request that happens to start it (its
+            # forwarded credentials, web.credentials.FORWARDED) is carried into the others'.
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="proxy-tee", context=contextvars.Context())
         assert self._wake is not None
         self._wake.set()
 
