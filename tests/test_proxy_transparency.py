@@ -358,3 +358,33 @@ def test_no_log_line_holds_a_credential_from_the_answers_head(tmp_path: Path, ca
     assert any("receive_response_headers.complete" in m for m in logged) and any("HTTP Request: POST" in m for m in logged)
     assert [m for m in logged if KEY in m or own in m] == []
     assert any("b'X-Echo'" in m for m in logged)  # the head is still logged, credentials replaced
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fus.anthropic.claude/invoke-with-response-stream",
+        "/v1/fine_tuning/jobs/ft%3Agpt-4o%3Aacme%2Fteam%3Aabc/events",
+        "/v1/files/a%20b/%C3%A9/%7Ex/%2e%2e/%2E/y%2f",
+        "/v1/models/gemini-2.5-flash:streamGenerateContent",
+    ],
+)
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_path_reaches_the_upstream_as_the_client_wrote_it(tmp_path: Path, path: str, method: str) -> None:
+    """Escapes stay escapes: an encoded ``/`` (an ARN in a Bedrock model id), ``:`` or ``.``
+    is not decoded on the way, so neither the path's segments nor a request signature over
+    its bytes change; nothing is resolved against the upstream's base URL."""
+    with raw_upstream(lambda _: JSON_OK) as upstream:
+        settings = Settings(data_dir=tmp_path, upstreams={"up": upstream.url, "gw": f"{upstream.url}/gateway/v1"})
+        with serve(create_app(settings)) as base:
+            for name in ("up", "gw"):
+                answer = raw_exchange(base, f"{method} /proxy/{name}{path}?alt=sse HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}".encode())
+                assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    assert [r.split(b" ", 2)[1].decode() for r in upstream.requests] == [f"{path}?alt=sse", f"/gateway{path}?alt=sse" if path.startswith("/v1/") else f"/gateway/v1{path}?alt=sse"]
+
+
+@pytest.mark.parametrize("path", ["/v1/../../admin", "/v1/./x", "/v1/x/.."])
+def test_a_path_with_a_dot_segment_is_refused_and_never_leaves_the_base(tmp_path: Path, path: str) -> None:
+    with raw_upstream(lambda _: JSON_OK) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"gw": f"{upstream.url}/gateway/v1"}))) as base:
+        answer = raw_exchange(base, f"GET /proxy/gw{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+    assert answer.startswith(b"HTTP/1.1 400") and b"dot segment" in answer and upstream.requests == []

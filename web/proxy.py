@@ -2,7 +2,8 @@
 
 An agent under development points its SDK's ``base_url`` at
 ``http://127.0.0.1:8765/proxy/openai/v1`` (or ``/proxy/anthropic``). Each request is
-forwarded with ``httpx.AsyncClient`` streaming to ``<base_url of the upstream>/<path>``;
+forwarded with ``httpx.AsyncClient`` streaming to ``<base_url of the upstream>/<path>``
+(``<path>`` as the client wrote it, percent-escapes and all: :mod:`web.proxy_paths`);
 the response goes back unbuffered with the upstream's status, content type and bytes, in
 order, while each chunk is also fed to a :class:`~web.live.LiveSession` whose page fills in
 real time. Upstreams come from ``Settings.upstreams`` (``{name: base_url}``); ``openai``,
@@ -36,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote
 
 import httpx
 from fastapi import APIRouter, Request
@@ -57,6 +58,7 @@ from .credentials import (  # the credential rules, re-exported for the proxy's 
 from .live import LiveSession, LiveSource, endpoint_dialect
 from .live_store import LiveSessionStore
 from .mock import MockProvider, MockTransport
+from .proxy_paths import encode_path, split_path, wire_path  # split_path: re-exported
 from .proxy_errors import control_character, error_json, error_shape  # error_shape: re-exported
 from .settings import Settings
 from .tee import TEE_INTERVAL, Tee, TeeWorker  # TEE_INTERVAL, TeeWorker: re-exported
@@ -138,20 +140,22 @@ class Upstreams:
     def is_mock(self, name: str) -> bool:
         return self.base(name) == MOCK_BASE
 
-    def target(self, name: str, path: str, query: str = "") -> tuple[httpx.AsyncClient, str] | None:
+    def target(self, name: str, path: str, query: str = "", wire: str | None = None) -> tuple[httpx.AsyncClient, str] | None:
         """Client and URL for ``/proxy/<name>/<path>``; a base ending in ``/v1`` is not doubled.
 
-        ``path`` is decoded text and stays a path: a ``?``, ``#`` or ``%`` in it is sent
-        percent-encoded, never read as the start of a query, a fragment or an escape
-        (:func:`split_path` decides beforehand what of a proxied path is its query)."""
+        ``wire``: the path as it goes upstream, percent-encoded (the client's own bytes:
+        :func:`~web.proxy_paths.wire_path`). Without it, ``path`` is decoded text and stays
+        a path: a ``?``, ``#`` or ``%`` in it is sent percent-encoded, never read as the start
+        of a query, a fragment or an escape (:func:`split_path` decides beforehand what of a
+        proxied path is its query)."""
         base = self.base(name)
         if base is None:
             return None
-        path = path.lstrip("/")
-        if base.endswith("/v1") and (path == "v1" or path.startswith("v1/")):
-            path = path[3:]
-        path = path.replace("%", "%25").replace("?", "%3F").replace("#", "%23")  # httpx encodes the rest
-        url = f"{base}/{path}" + (f"?{query}" if query else "")
+        wire = (encode_path(path) if wire is None else wire).lstrip("/")
+        first, _, rest = wire.partition("/")
+        if base.endswith("/v1") and unquote(first) == "v1":
+            wire = rest
+        url = f"{base}/{wire}" + (f"?{query}" if query else "")
         return (self.mock if base == MOCK_BASE else self.http), url
 
     async def aclose(self) -> None:
@@ -277,7 +281,7 @@ async def consume(upstream: httpx.Response, session: LiveSession, store: LiveSes
 
 async def open_upstream(
     upstreams: Upstreams, store: LiveSessionStore, name: str, method: str, path: str, query: str,
-    headers: list[tuple[str, str]], body: bytes, session: LiveSession | None,
+    headers: list[tuple[str, str]], body: bytes, session: LiveSession | None, wire: str | None = None,
 ) -> httpx.Response | JSONResponse:
     """Send the request upstream (streaming) and return the upstream's response once its
     status and headers arrived. Any failure before that ends ``session`` (status ERROR, the
@@ -294,9 +298,9 @@ async def open_upstream(
 
     Messages name the upstream and the kind of fault (exception type), never a header,
     a query value or the body. Cancelled (server shutdown): the session is cancelled and
-    the cancellation goes on.
+    the cancellation goes on. ``wire``: the path as it goes upstream (:meth:`Upstreams.target`).
     """
-    target = upstreams.target(name, path, query)
+    target = upstreams.target(name, path, query, wire)
     assert target is not None
     client, url = target
     fault = control_character(path, query)
@@ -325,19 +329,6 @@ async def open_upstream(
         session.live_source.answered(upstream.status_code, upstream.headers.get("content-type"))
         store.flush(session)
     return upstream
-
-
-def split_path(path: str) -> tuple[str, str]:
-    """The decoded ``<path>`` of ``/proxy/<name>/<path>`` as ``(path, query)``: a ``?`` that
-    arrived percent-encoded (``%3F``) starts a query there, which is what an upstream makes
-    of such a path (and what it got before), so its values are credentials like any query's
-    (:func:`~web.credentials.secret_values`) and the path shown, logged and recorded never
-    holds them. Raises ``ValueError`` (naming no part of the path) for an encoded ``#``: a
-    fragment is never sent upstream, so the request cannot be forwarded as the client wrote it."""
-    path, _, query = path.partition("?")
-    if "#" in path or "#" in query:
-        raise ValueError("the path holds an encoded '#' (%23): a URL fragment is never sent upstream; remove it")
-    return path, query
 
 
 async def _refuse(store: LiveSessionStore, session: LiveSession | None, path: str, status: int, kind: str, message: str) -> JSONResponse:
@@ -382,6 +373,7 @@ def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstrea
             return error_json(413, "request_too_large", f"toollatch proxy: request body over {settings.max_upload_bytes} bytes.")
         try:
             path, embedded = split_path(path)
+            wire = wire_path(request.scope, path)  # the client's own bytes
         except ValueError as exc:
             return error_json(400, "invalid_path", f"toollatch proxy: {exc}.")
         query = "&".join(q for q in (embedded, request.url.query) if q)
@@ -390,7 +382,7 @@ def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstrea
         FORWARDED.set(tuple(secrets))  # this request's context only: its log lines are scrubbed of them
         coding = request.headers.get("content-encoding")
         session = new_session(store, name, path, body, secrets, coding, settings.max_upload_bytes) if request.method == "POST" else None
-        upstream = await open_upstream(upstreams, store, name, request.method, path, query, headers, body, session)
+        upstream = await open_upstream(upstreams, store, name, request.method, path, query, headers, body, session, wire)
         if isinstance(upstream, JSONResponse):
             return upstream
         return ProxyStream(upstream, session, store, secrets, teer)
