@@ -388,3 +388,15 @@ def test_a_path_with_a_dot_segment_is_refused_and_never_leaves_the_base(tmp_path
     with raw_upstream(lambda _: JSON_OK) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"gw": f"{upstream.url}/gateway/v1"}))) as base:
         answer = raw_exchange(base, f"GET /proxy/gw{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
     assert answer.startswith(b"HTTP/1.1 400") and b"dot segment" in answer and upstream.requests == []
+
+
+def test_headers_named_by_connection_stay_on_their_hop_both_ways(tmp_path: Path) -> None:
+    """RFC 9110 7.6.1: a header named in ``Connection`` belongs to that connection only: the
+    proxy forwards it neither upstream nor back; every other header passes."""
+    answer = http_response("200 OK", [("Content-Type", "application/json"), ("Connection", "close, X-Hop-Back"), ("X-Hop-Back", "1"), ("X-Keep-Back", "2"), ("Content-Length", "2")], b"{}")
+    with raw_upstream(lambda _: answer) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream.url}))) as base:
+        got = raw_exchange(base, b"GET /proxy/up/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: X-Hop, close\r\nX-Hop: 1\r\nX-Keep: 2\r\n\r\n")
+    sent = [k.lower() for k, _ in header_lines(upstream.requests[0])]
+    back = [k.lower() for k, _ in header_lines(got)]
+    assert "x-keep" in sent and "x-hop" not in sent
+    assert "x-keep-back" in back and "x-hop-back" not in back

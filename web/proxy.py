@@ -58,6 +58,7 @@ from .credentials import (  # the credential rules, re-exported for the proxy's 
 from .live import LiveSession, LiveSource, endpoint_dialect
 from .live_store import LiveSessionStore
 from .mock import MockProvider, MockTransport
+from .proxy_headers import forward_headers, header_bytes, response_headers  # forward_headers: re-exported
 from .proxy_paths import encode_path, split_path, wire_path  # split_path: re-exported
 from .proxy_errors import control_character, error_json, error_shape  # error_shape: re-exported
 from .settings import Settings
@@ -68,34 +69,8 @@ log = logging.getLogger("toollatch.proxy")
 #: Upstream names served by the built-in mock unless configured otherwise.
 BUILTIN_UPSTREAMS = ("openai", "anthropic", "mock")
 MOCK_BASE = "http://mock.toollatch.invalid"
-#: Never forwarded as is: hop-by-hop, or recomputed by httpx / the server.
-_HOP = frozenset(
-    {"host", "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "accept-encoding"}
-)
-_HOP_RESPONSE = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "trailer", "te"})
 #: Seconds: connecting, and waiting for the next chunk of a stream (models pause to think).
 TIMEOUT = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
-
-
-def forward_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Request headers for the upstream: all but hop-by-hop ones, ``Accept-Encoding: identity``."""
-    out = [(k, v) for k, v in headers if k.lower() not in _HOP]
-    out.append(("accept-encoding", "identity"))
-    return out
-
-
-def header_bytes(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    """Headers as bytes for httpx: latin-1, i.e. the very bytes an ASGI server decoded them
-    from, so a value that is not ASCII is forwarded unchanged instead of failing to encode;
-    UTF-8 for text beyond latin-1 (a header the dashboard itself set)."""
-
-    def encode(text: str) -> bytes:
-        try:
-            return text.encode("latin-1")
-        except UnicodeEncodeError:
-            return text.encode("utf-8", "surrogatepass")
-
-    return [(encode(k), encode(v)) for k, v in headers]
 
 
 def cookie_jar() -> CookieJar:
@@ -198,9 +173,7 @@ class ProxyStream(Response):
         self.session = session
         self.store = store
         self.secrets = secrets
-        # The upstream's header bytes as received: decoding and re-encoding them could fail
-        # (or change them) for a value that is not ASCII.
-        self.raw_headers = [(k, v) for k, v in upstream.headers.raw if k.lower().decode("latin-1") not in _HOP_RESPONSE]
+        self.raw_headers = response_headers(upstream.headers.raw)  # the bytes as received
 
     async def _pump(self, send: Send) -> None:
         async for chunk in self.upstream.aiter_raw():
