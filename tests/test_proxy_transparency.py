@@ -5,6 +5,7 @@ is what was exchanged."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import logging
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.types import Receive, Scope, Send
 
 from web import Settings, create_app
 from web.connect import USER_AGENT
@@ -400,3 +402,48 @@ def test_headers_named_by_connection_stay_on_their_hop_both_ways(tmp_path: Path)
     back = [k.lower() for k, _ in header_lines(got)]
     assert "x-keep" in sent and "x-hop" not in sent
     assert "x-keep-back" in back and "x-hop-back" not in back
+
+
+HEADS = [
+    ("429 Too Many Requests", [("Content-Type", "application/json"), ("Retry-After", "7"), ("X-Request-Id", "req_1"), ("Content-Length", "2")], b"{}"),
+    ("307 Temporary Redirect", [("Location", "http://127.0.0.1:9/elsewhere"), ("Content-Length", "0")], b""),
+    ("204 No Content", [("X-Request-Id", "req_2")], b""),
+    ("304 Not Modified", [("ETag", '"e1"')], b""),
+    ("200 OK", [("Content-Type", "application/json"), ("Set-Cookie", "a=1; Path=/"), ("Set-Cookie", "b=2; Path=/"), ("X-Dup", "1"), ("X-Dup", "2"), ("Content-Length", "2")], b"{}"),
+    ("503 Service Unavailable", [("Content-Type", "text/html"), ("Content-Length", "9")], b"<b>no</b>"),
+]
+
+
+@pytest.mark.parametrize(("status", "headers", "body"), HEADS, ids=[h[0].split()[0] for h in HEADS])
+def test_the_upstreams_status_headers_and_body_reach_the_client_as_sent(tmp_path: Path, status: str, headers: list[tuple[str, str]], body: bytes) -> None:
+    """Status, every header (repeated ones repeated, in order) and body: a redirect is the
+    client's to follow, an error its to read."""
+    answer = http_response(status, [*headers, ("Connection", "close")], body)
+    with raw_upstream(lambda _: answer) as upstream, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": upstream.url}))) as base:
+        got = raw_exchange(base, b"POST /proxy/up/v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+    head, _, received = got.partition(b"\r\n\r\n")
+    assert head.split(b" ", 2)[1] == status.split()[0].encode() and len(upstream.requests) == 1
+    assert [(k.lower(), v) for k, v in header_lines(head) if k.lower() != "connection"] == [(k.lower(), v) for k, v in headers]
+    assert received == body
+
+
+def test_a_stream_one_client_left_half_read_reaches_no_other_client(tmp_path: Path) -> None:
+    """A client that goes away mid-stream leaves the upstream connection closed, not pooled
+    with the rest of its answer: the next requests get their own answers, whole."""
+
+    async def upstream(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        tag = dict(scope["headers"]).get(b"x-tag", b"?").decode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        for i in range(40 if tag == "A" else 3):
+            await send({"type": "http.response.body", "body": f"data: {tag}{i}\n\n".encode(), "more_body": True})
+            await asyncio.sleep(0.02 if tag == "A" else 0)
+        await send({"type": "http.response.body", "body": b""})
+
+    with serve(upstream) as up, serve(create_app(Settings(data_dir=tmp_path, upstreams={"up": up}))) as base:
+        url = f"{base}/proxy/up/v1/chat/completions"
+        with httpx.Client() as client, client.stream("POST", url, json={"stream": True}, headers={"x-tag": "A"}) as first:
+            assert next(first.iter_raw()) == b"data: A0\n\n"
+        others = [httpx.post(url, json={"stream": True}, headers={"x-tag": f"B{k}"}).content for k in range(3)]
+    assert others == [b"".join(f"data: B{k}{i}\n\n".encode() for i in range(3)) for k in range(3)]
