@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from web.server import SERVER_OPTIONS
+
 from .conftest import ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -65,7 +67,7 @@ def served(app: Any, port: int) -> Iterator[str]:
     """Run ``app`` on ``127.0.0.1:port`` until the block ends; yields the base URL."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", **SERVER_OPTIONS))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

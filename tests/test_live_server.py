@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import uvicorn
 
+from web.server import SERVER_OPTIONS
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -28,7 +30,7 @@ def free_port() -> int:
 def serve(app: Any) -> Iterator[str]:
     """Run ``app`` on ``127.0.0.1:<free port>``; yields its base URL."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", **SERVER_OPTIONS))
     thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

@@ -7,6 +7,8 @@ import json
 import math
 from typing import Any
 
+import httpx
+
 from assembler.config import AssembleConfig
 from assembler.stress import stress_demo
 from web.live import LiveSession, LiveSource
@@ -99,6 +101,8 @@ def test_the_worker_assembles_a_backlog_in_steps_and_other_streams_in_between() 
 class Upstream:
     """An upstream response of ``reads`` (what ``aiter_raw`` yields), for direct connect."""
 
+    headers = httpx.Headers([(b"content-type", b"text/event-stream")])
+
     def __init__(self, *reads: bytes) -> None:
         self.reads = reads
         self.closed = False
@@ -162,9 +166,6 @@ class ProxiedUpstream(Upstream):
     """An upstream response as :class:`web.proxy.ProxyStream` reads it."""
 
     status_code = 200
-
-    class headers:  # noqa: N801 - the shape of httpx.Headers the proxy reads
-        raw = [(b"content-type", b"text/event-stream")]
 
 
 def sizes_while(session: LiveSession, work: Any) -> list[int]:

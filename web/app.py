@@ -26,6 +26,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from . import api, follow, library, observe, pages, triage_routes, ws
 from .fanout import Clock, Sleep
 from .security import SameOriginMiddleware
+from .server import SERVER_OPTIONS, DateMiddleware
 from .live_routes import install as install_live
 from .live_store import LiveRenderer, LiveSessionStore
 from .settings import Settings
@@ -140,6 +141,7 @@ def create_app(
     # Added last = outermost: the Host check runs first, then the Origin check.
     app.add_middleware(SameOriginMiddleware)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts())
+    app.add_middleware(DateMiddleware)  # outermost: every answer but the proxy's is dated
     return app
 
 
@@ -150,4 +152,5 @@ def run(settings: Settings | None = None) -> None:
     settings = settings or Settings()
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("binding %s: the dashboard is meant for loopback only", settings.host)
-    uvicorn.run(create_app(settings, freeze_heap=True), host=settings.host, port=settings.port, log_level="info")
+    app = create_app(settings, freeze_heap=True)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", **SERVER_OPTIONS)  # no Date/Server of its own: web.server

@@ -30,6 +30,8 @@ APIS: dict[str, tuple[MockDialect, str]] = {
     "messages": ("anthropic", "v1/messages"),
 }
 ANTHROPIC_VERSION = "2023-06-01"
+#: The ``User-Agent`` of the dashboard's own requests (the proxy's HTTP client adds none).
+USER_AGENT = "toollatch-dashboard"
 MAX_PROMPT = 20_000
 
 
@@ -124,10 +126,11 @@ def build_request(upstream: str, api: str, model: str, tools_text: str, prompt: 
 
 def auth_headers(upstream: str, api: str, api_key_env: dict[str, str], *, mock: bool) -> list[tuple[str, str]]:
     """Request headers with the API key from ``$<api_key_env[upstream]>``; none for the mock.
+    They name the dashboard as the client (:data:`USER_AGENT`).
 
     Raises :class:`ConnectError` naming the variable when it is not configured or empty
     (the value itself is never put into a message)."""
-    headers = [("content-type", "application/json"), ("accept", "text/event-stream")]
+    headers = [("content-type", "application/json"), ("accept", "text/event-stream"), ("user-agent", USER_AGENT)]
     if api == "messages":
         headers.append(("anthropic-version", ANTHROPIC_VERSION))
     if mock:

@@ -26,6 +26,7 @@ import binascii
 import json
 import logging
 import re
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import quote, unquote, unquote_plus
 
@@ -187,22 +188,54 @@ def _is_url(value: object) -> bool:
     return isinstance(value, httpx.URL) or (type(value).__name__ == "URL" and type(value).__module__.split(".")[0].startswith("httpx"))
 
 
+#: The credential values (:func:`secret_values`) of the request being forwarded, set by the
+#: proxy in that request's own context: every log line made while it is handled (httpx's
+#: request line with the upstream's reason phrase, httpcore's response head) has them replaced.
+FORWARDED: ContextVar[tuple[str, ...]] = ContextVar("toollatch_forwarded", default=())
+
+_BYTES_REPR = r"b'(?:[^'\\]|\\.)*'|b\"(?:[^\"\\]|\\.)*\""
+#: A header pair as httpcore logs a response head: ``(b'Name', b'value')``.
+_HEADER_REPR = re.compile(rf"\(({_BYTES_REPR}), ({_BYTES_REPR})\)")
+
+
+def mask_header_reprs(text: str) -> str:
+    """``text`` with the value of every credential header (:func:`is_secret_header`) in a
+    logged header list (``(b'Set-Cookie', b'...')``) replaced by ``[redacted]``."""
+
+    def pair(match: re.Match[str]) -> str:
+        name = match.group(1)[2:-1]
+        return f"({match.group(1)}, b'{REDACTED}')" if is_secret_header(name) else match.group(0)
+
+    return _HEADER_REPR.sub(pair, text) if "(b" in text else text
+
+
+def _clean(text: str, forwarded: list[str]) -> str:
+    return scrub_text(mask_header_reprs(redact_url(text)), forwarded)
+
+
 class SecretQueryFilter(logging.Filter):
-    """Applies :func:`redact_url` to log records (uvicorn's access log, httpx's request
-    log), keeping the record's argument tuple in shape for their formatters."""
+    """Cleans log records (uvicorn's access log, httpx's request log, httpcore's trace):
+    query values by :func:`redact_url`, credential headers in a logged header list by
+    :func:`mask_header_reprs`, and the values of :data:`FORWARDED`; the record's argument
+    tuple stays in shape for its formatter."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        forwarded = list(FORWARDED.get())
         if isinstance(record.msg, str):
-            record.msg = redact_url(record.msg)
+            record.msg = _clean(record.msg, forwarded)
         if isinstance(record.args, tuple) and record.args:
-            record.args = tuple(redact_url(str(a)) if isinstance(a, str) or _is_url(a) else a for a in record.args)
+            record.args = tuple(_clean(str(a), forwarded) if isinstance(a, str) or _is_url(a) else a for a in record.args)
         return True
 
 
-#: Loggers that print request URLs or messages built from them. ``httpx2`` (the httpx the
-#: Anthropic SDK and Starlette's test client use) logs its request URLs like httpx does: an
+#: Loggers that print request URLs, response heads or messages built from them. ``httpx2``
+#: (the httpx the Anthropic SDK and Starlette's test client use) logs like httpx does: an
 #: agent or a test client run in the dashboard's process logs no query credential either.
-FILTERED_LOGGERS = ("uvicorn.access", "uvicorn.error", "httpx", "httpx2", "toollatch.proxy", "toollatch.web")
+#: A filter applies to its own logger only, so httpcore's are named one by one.
+FILTERED_LOGGERS = (
+    "uvicorn.access", "uvicorn.error", "httpx", "httpx2", "toollatch.proxy", "toollatch.web",
+    *(f"{core}.{part}" for core in ("httpcore", "httpcore2") for part in ("connection", "http11", "http2", "proxy", "socks")),
+)
 
 
 def install_log_filters() -> None:

@@ -151,8 +151,10 @@ class LiveSource:
     ``data`` grows as bytes arrive and ``count`` as provider events are decoded.
     ``secrets`` are the credential values the request forwarded
     (:func:`web.credentials.secret_values`): should the upstream echo one, it is replaced
-    by ``[redacted]`` in ``data`` and in every decoded event, so no page, export, report,
-    recording or log made from this source carries it.
+    by ``[redacted]`` in ``data``, in every decoded event and in the response's
+    ``content_type`` (:meth:`answered`), so no page, export, report, recording or log made
+    from this source carries it; should the request body hold one, it is replaced in the
+    ``request`` kept (its model, title, tools) as well.
     """
 
     kind = "live"
@@ -163,6 +165,8 @@ class LiveSource:
     ) -> None:
         self.name = name
         self.secrets: tuple[str, ...] = tuple(secrets or ())
+        if self.secrets and request is not None:
+            request = scrub_value(request, list(self.secrets))
         self.upstream = upstream
         self.endpoint = endpoint
         self.dialect = dialect
@@ -189,6 +193,11 @@ class LiveSource:
         self.recording: str | None = None  # the Store id once saved
         self.recording_download: str | None = None  # "as_received" or "redacted" (live_store.download_as_received)
         self.started = time.time()
+
+    def answered(self, status: int, content_type: str | None) -> None:
+        """The upstream's status and ``Content-Type`` (any forwarded credential in it replaced)."""
+        self.http_status = status
+        self.content_type = scrub_text(content_type, list(self.secrets)) if content_type is not None else None
 
     @property
     def data(self) -> bytes:

@@ -102,6 +102,7 @@ def _router(
             return error_page("Cannot connect", str(exc), 400)
         body = json.dumps(plan.body).encode()
         secrets = proxy.secret_values(headers)
+        proxy.FORWARDED.set(tuple(secrets))  # this request's context (and its reading task's): log lines scrubbed of them
         session = proxy.new_session(store, name, plan.path, body, secrets)
         upstream = await proxy.open_upstream(upstreams, store, name, "POST", plan.path, "", headers, body, session)
         if isinstance(upstream, httpx.Response):

@@ -2,7 +2,8 @@
 
 An agent under development points its SDK's ``base_url`` at
 ``http://127.0.0.1:8765/proxy/openai/v1`` (or ``/proxy/anthropic``). Each request is
-forwarded with ``httpx.AsyncClient`` streaming to ``<base_url of the upstream>/<path>``;
+forwarded with ``httpx.AsyncClient`` streaming to ``<base_url of the upstream>/<path>``
+(``<path>`` as the client wrote it, percent-escapes and all: :mod:`web.proxy_paths`);
 the response goes back unbuffered with the upstream's status, content type and bytes, in
 order, while each chunk is also fed to a :class:`~web.live.LiveSession` whose page fills in
 real time. Upstreams come from ``Settings.upstreams`` (``{name: base_url}``); ``openai``,
@@ -15,7 +16,10 @@ known-harmless ones: :mod:`web.credentials`) are forwarded upstream and nowhere 
 header is stored, logged, shown or recorded, query values are replaced in every URL that is
 logged or shown, and should an upstream echo a forwarded credential, the live session
 scrubs it from all it shows, stores or logs (the page, the JSON twin, exports, the recording). ``Accept-Encoding`` is sent as ``identity`` so the
-bytes teed are the bytes the client gets.
+bytes teed are the bytes the client gets (an upstream that encodes its answer anyway: the
+client gets it encoded, the session its decoded content, :mod:`web.tee`); the request's other headers are forwarded as the
+client sent them (repeated ones repeated, in order), hop-by-hop ones left out, and the
+httpx clients add none of their own (:func:`bare_client`).
 
 Outcomes: upstream ended → the client's response ends normally and the session finishes
 (complete or truncated); upstream dropped mid-body → the client's stream is aborted too
@@ -33,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote
 
 import httpx
 from fastapi import APIRouter, Request
@@ -43,7 +47,9 @@ from starlette.types import Message, Receive, Scope, Send
 from assembler.urls import scrub_url
 from assembler.untrusted import parse_json
 
+from .content_coding import MAX_DECODED_BYTES, CodingError, decode_body
 from .credentials import (  # the credential rules, re-exported for the proxy's callers
+    FORWARDED,
     SECRET_HEADERS,
     install_log_filters,
     is_secret_header,
@@ -52,6 +58,8 @@ from .credentials import (  # the credential rules, re-exported for the proxy's 
 from .live import LiveSession, LiveSource, endpoint_dialect
 from .live_store import LiveSessionStore
 from .mock import MockProvider, MockTransport
+from .proxy_headers import forward_headers, header_bytes, response_headers  # forward_headers: re-exported
+from .proxy_paths import encode_path, split_path, wire_path  # split_path: re-exported
 from .proxy_errors import control_character, error_json, error_shape  # error_shape: re-exported
 from .settings import Settings
 from .tee import TEE_INTERVAL, Tee, TeeWorker  # TEE_INTERVAL, TeeWorker: re-exported
@@ -61,34 +69,8 @@ log = logging.getLogger("toollatch.proxy")
 #: Upstream names served by the built-in mock unless configured otherwise.
 BUILTIN_UPSTREAMS = ("openai", "anthropic", "mock")
 MOCK_BASE = "http://mock.toollatch.invalid"
-#: Never forwarded as is: hop-by-hop, or recomputed by httpx / the server.
-_HOP = frozenset(
-    {"host", "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "content-length", "accept-encoding"}
-)
-_HOP_RESPONSE = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "trailer", "te"})
 #: Seconds: connecting, and waiting for the next chunk of a stream (models pause to think).
 TIMEOUT = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
-
-
-def forward_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Request headers for the upstream: all but hop-by-hop ones, ``Accept-Encoding: identity``."""
-    out = [(k, v) for k, v in headers if k.lower() not in _HOP]
-    out.append(("accept-encoding", "identity"))
-    return out
-
-
-def header_bytes(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    """Headers as bytes for httpx: latin-1, i.e. the very bytes an ASGI server decoded them
-    from, so a value that is not ASCII is forwarded unchanged instead of failing to encode;
-    UTF-8 for text beyond latin-1 (a header the dashboard itself set)."""
-
-    def encode(text: str) -> bytes:
-        try:
-            return text.encode("latin-1")
-        except UnicodeEncodeError:
-            return text.encode("utf-8", "surrogatepass")
-
-    return [(encode(k), encode(v)) for k, v in headers]
 
 
 def cookie_jar() -> CookieJar:
@@ -100,15 +82,26 @@ def cookie_jar() -> CookieJar:
     return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
 
 
+def bare_client(**options: object) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` that adds nothing of its own to a request: no default
+    header (httpx's ``User-Agent: python-httpx``, ``Accept: */*``, ``Connection`` and
+    ``Accept-Encoding`` would otherwise go upstream with every request whose client sent
+    none), no cookie (:func:`cookie_jar`), no redirect followed. Only ``Host`` and the body's
+    ``Content-Length`` are set by httpx itself."""
+    client = httpx.AsyncClient(follow_redirects=False, cookies=cookie_jar(), **options)  # type: ignore[arg-type]
+    client.headers.clear()
+    return client
+
+
 class Upstreams:
-    """Where each upstream name goes, and the httpx clients that reach it (no cookie jar:
-    :func:`cookie_jar`)."""
+    """Where each upstream name goes, and the httpx clients that reach it
+    (:func:`bare_client`: they add no header or cookie of their own)."""
 
     def __init__(self, settings: Settings, mock: MockProvider) -> None:
         self.configured = dict(settings.upstreams)
         limits = httpx.Limits(max_connections=1000, max_keepalive_connections=64)  # one connection per live stream
-        self.http = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False, limits=limits, cookies=cookie_jar())
-        self.mock = httpx.AsyncClient(transport=MockTransport(mock), timeout=TIMEOUT, limits=limits, cookies=cookie_jar())
+        self.http = bare_client(timeout=TIMEOUT, limits=limits)
+        self.mock = bare_client(transport=MockTransport(mock), timeout=TIMEOUT, limits=limits)
 
     def names(self) -> list[str]:
         return list(dict.fromkeys([*self.configured, *BUILTIN_UPSTREAMS]))
@@ -122,20 +115,22 @@ class Upstreams:
     def is_mock(self, name: str) -> bool:
         return self.base(name) == MOCK_BASE
 
-    def target(self, name: str, path: str, query: str = "") -> tuple[httpx.AsyncClient, str] | None:
+    def target(self, name: str, path: str, query: str = "", wire: str | None = None) -> tuple[httpx.AsyncClient, str] | None:
         """Client and URL for ``/proxy/<name>/<path>``; a base ending in ``/v1`` is not doubled.
 
-        ``path`` is decoded text and stays a path: a ``?``, ``#`` or ``%`` in it is sent
-        percent-encoded, never read as the start of a query, a fragment or an escape
-        (:func:`split_path` decides beforehand what of a proxied path is its query)."""
+        ``wire``: the path as it goes upstream, percent-encoded (the client's own bytes:
+        :func:`~web.proxy_paths.wire_path`). Without it, ``path`` is decoded text and stays
+        a path: a ``?``, ``#`` or ``%`` in it is sent percent-encoded, never read as the start
+        of a query, a fragment or an escape (:func:`split_path` decides beforehand what of a
+        proxied path is its query)."""
         base = self.base(name)
         if base is None:
             return None
-        path = path.lstrip("/")
-        if base.endswith("/v1") and (path == "v1" or path.startswith("v1/")):
-            path = path[3:]
-        path = path.replace("%", "%25").replace("?", "%3F").replace("#", "%23")  # httpx encodes the rest
-        url = f"{base}/{path}" + (f"?{query}" if query else "")
+        wire = (encode_path(path) if wire is None else wire).lstrip("/")
+        first, _, rest = wire.partition("/")
+        if base.endswith("/v1") and unquote(first) == "v1":
+            wire = rest
+        url = f"{base}/{wire}" + (f"?{query}" if query else "")
         return (self.mock if base == MOCK_BASE else self.http), url
 
     async def aclose(self) -> None:
@@ -173,14 +168,12 @@ class ProxyStream(Response):
     ) -> None:
         super().__init__(status_code=upstream.status_code)
         self.teer = teer
-        self.tee = Tee(session, store) if session is not None else None
+        self.tee = Tee(session, store, upstream.headers.get("content-encoding")) if session is not None else None
         self.upstream = upstream
         self.session = session
         self.store = store
         self.secrets = secrets
-        # The upstream's header bytes as received: decoding and re-encoding them could fail
-        # (or change them) for a value that is not ASCII.
-        self.raw_headers = [(k, v) for k, v in upstream.headers.raw if k.lower().decode("latin-1") not in _HOP_RESPONSE]
+        self.raw_headers = response_headers(upstream.headers.raw)  # the bytes as received
 
     async def _pump(self, send: Send) -> None:
         async for chunk in self.upstream.aiter_raw():
@@ -220,6 +213,7 @@ class ProxyStream(Response):
             if self.tee is not None:
                 self.teer.discard(self.tee)
                 await self.tee.drain()  # whatever was forwarded is assembled, in steps, before the end is applied
+                self.tee.close(outcome == "complete")
             if self.session is not None:
                 self.session.abort = None
             await self.upstream.aclose()
@@ -242,7 +236,7 @@ async def consume(upstream: httpx.Response, session: LiveSession, store: LiveSes
     event loop in between, as the proxy's tee is: a read of many events at once never holds
     up the streams the proxy forwards meanwhile."""
     outcome, detail = "complete", ""
-    tee = Tee(session, store)
+    tee = Tee(session, store, upstream.headers.get("content-encoding"))
     try:
         async for chunk in upstream.aiter_raw():
             tee.append(chunk)
@@ -253,13 +247,14 @@ async def consume(upstream: httpx.Response, session: LiveSession, store: LiveSes
         outcome, detail = "dropped", type(exc).__name__
     finally:
         await tee.drain()  # whatever was read is assembled, in steps, before the end is applied
+        tee.close(outcome == "complete")
         await upstream.aclose()
         await conclude(store, session, outcome, detail, secrets)
 
 
 async def open_upstream(
     upstreams: Upstreams, store: LiveSessionStore, name: str, method: str, path: str, query: str,
-    headers: list[tuple[str, str]], body: bytes, session: LiveSession | None,
+    headers: list[tuple[str, str]], body: bytes, session: LiveSession | None, wire: str | None = None,
 ) -> httpx.Response | JSONResponse:
     """Send the request upstream (streaming) and return the upstream's response once its
     status and headers arrived. Any failure before that ends ``session`` (status ERROR, the
@@ -276,9 +271,9 @@ async def open_upstream(
 
     Messages name the upstream and the kind of fault (exception type), never a header,
     a query value or the body. Cancelled (server shutdown): the session is cancelled and
-    the cancellation goes on.
+    the cancellation goes on. ``wire``: the path as it goes upstream (:meth:`Upstreams.target`).
     """
-    target = upstreams.target(name, path, query)
+    target = upstreams.target(name, path, query, wire)
     assert target is not None
     client, url = target
     fault = control_character(path, query)
@@ -304,23 +299,9 @@ async def open_upstream(
         message = f"toollatch proxy: the request to upstream {name!r} failed before it answered ({type(exc).__name__})."
         return await _refuse(store, session, path, 502, "upstream_request_failed", message)
     if session is not None:
-        session.live_source.http_status = upstream.status_code
-        session.live_source.content_type = upstream.headers.get("content-type")
+        session.live_source.answered(upstream.status_code, upstream.headers.get("content-type"))
         store.flush(session)
     return upstream
-
-
-def split_path(path: str) -> tuple[str, str]:
-    """The decoded ``<path>`` of ``/proxy/<name>/<path>`` as ``(path, query)``: a ``?`` that
-    arrived percent-encoded (``%3F``) starts a query there, which is what an upstream makes
-    of such a path (and what it got before), so its values are credentials like any query's
-    (:func:`~web.credentials.secret_values`) and the path shown, logged and recorded never
-    holds them. Raises ``ValueError`` (naming no part of the path) for an encoded ``#``: a
-    fragment is never sent upstream, so the request cannot be forwarded as the client wrote it."""
-    path, _, query = path.partition("?")
-    if "#" in path or "#" in query:
-        raise ValueError("the path holds an encoded '#' (%23): a URL fragment is never sent upstream; remove it")
-    return path, query
 
 
 async def _refuse(store: LiveSessionStore, session: LiveSession | None, path: str, status: int, kind: str, message: str) -> JSONResponse:
@@ -332,10 +313,19 @@ async def _refuse(store: LiveSessionStore, session: LiveSession | None, path: st
     return error_json(status, kind, message, path)
 
 
-def new_session(store: LiveSessionStore, name: str, path: str, body: bytes, secrets: list[str] | None = None) -> LiveSession:
+def new_session(
+    store: LiveSessionStore, name: str, path: str, body: bytes, secrets: list[str] | None = None,
+    content_encoding: str | None = None, limit: int = MAX_DECODED_BYTES,
+) -> LiveSession:
     """A live session for a request body (JSON when it parses; its ``tools`` the registry);
-    ``secrets``: the credential values the request forwards, scrubbed from all it shows."""
-    request, _ = parse_json(body) if body else (None, None)  # not JSON: forwarded as is, no registry
+    ``secrets``: the credential values the request forwards, scrubbed from all it shows.
+    ``content_encoding``: the request's ``Content-Encoding``; the body is decoded (to at most
+    ``limit`` bytes) for the session only, and is forwarded as the client sent it."""
+    try:
+        content = decode_body(body, content_encoding, limit)
+    except CodingError:
+        content = b""  # a coding that cannot be undone: forwarded as is, no registry
+    request, _ = parse_json(content) if content else (None, None)  # not JSON: forwarded as is, no registry
     endpoint = "/" + path.lstrip("/")
     source = LiveSource(f"{name}{endpoint}", upstream=name, endpoint=endpoint, dialect=endpoint_dialect(path),
                         request=request if isinstance(request, dict) else None, secrets=secrets)
@@ -343,10 +333,10 @@ def new_session(store: LiveSessionStore, name: str, path: str, body: bytes, secr
 
 
 def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstreams, teer: TeeWorker) -> APIRouter:
-    """``/proxy/{upstream}/{path}`` for every method; POSTs become live sessions."""
+    """``/proxy/{upstream}/{path}`` for every method an SDK sends (HEAD and OPTIONS too); POSTs become live sessions."""
     router = APIRouter()
 
-    @router.api_route("/proxy/{name}/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+    @router.api_route("/proxy/{name}/{path:path}", methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], include_in_schema=False)
     async def proxy(name: str, path: str, request: Request) -> Response:
         if upstreams.base(name) is None:
             known = ", ".join(upstreams.names())
@@ -356,13 +346,16 @@ def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstrea
             return error_json(413, "request_too_large", f"toollatch proxy: request body over {settings.max_upload_bytes} bytes.")
         try:
             path, embedded = split_path(path)
+            wire = wire_path(request.scope, path)  # the client's own bytes
         except ValueError as exc:
             return error_json(400, "invalid_path", f"toollatch proxy: {exc}.")
         query = "&".join(q for q in (embedded, request.url.query) if q)
         headers = list(request.headers.items())
         secrets = secret_values(headers, parse_qsl(embedded, keep_blank_values=True) + list(request.query_params.multi_items()))
-        session = new_session(store, name, path, body, secrets) if request.method == "POST" else None
-        upstream = await open_upstream(upstreams, store, name, request.method, path, query, headers, body, session)
+        FORWARDED.set(tuple(secrets))  # this request's context only: its log lines are scrubbed of them
+        coding = request.headers.get("content-encoding")
+        session = new_session(store, name, path, body, secrets, coding, settings.max_upload_bytes) if request.method == "POST" else None
+        upstream = await open_upstream(upstreams, store, name, request.method, path, query, headers, body, session, wire)
         if isinstance(upstream, JSONResponse):
             return upstream
         return ProxyStream(upstream, session, store, secrets, teer)

@@ -10,13 +10,21 @@ others), yielding to the event loop after each step: a chunk waiting to be forwa
 waits behind one small step at most, never behind a stream's whole backlog (a stream
 that fell behind, or an upstream read holding many events at once). What a tee still
 holds when its stream ends is fed the same way (:meth:`Tee.drain`) before the end is applied.
+
+The session is fed the body's content: should the upstream have encoded it (a
+``Content-Encoding`` though the proxy asked for ``identity``), the tee decodes it
+(:mod:`web.content_coding`); the client is sent the encoded bytes, as the upstream sent them.
+A coding that cannot be undone ends the session (ERROR, naming the coding); the forwarding
+goes on regardless.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections import deque
 
+from .content_coding import CodingError, Decoder, decoder
 from .live import LiveSession
 from .live_store import LiveSessionStore
 
@@ -28,13 +36,32 @@ TEE_STEP_BYTES = 2048
 
 
 class Tee:
-    """The forwarded, not yet assembled bytes of one stream, fed to ``session`` in order."""
+    """The forwarded, not yet assembled bytes of one stream, fed to ``session`` in order;
+    ``content_encoding``: the upstream's ``Content-Encoding`` header, undone for the session."""
 
-    def __init__(self, session: LiveSession, store: LiveSessionStore) -> None:
+    def __init__(self, session: LiveSession, store: LiveSessionStore, content_encoding: str | None = None) -> None:
         self.session = session
         self.store = store
         self._chunks: deque[bytes | memoryview] = deque()
         self._size = 0  # bytes held
+        self._decoder: Decoder | None = None
+        self.broken = False  # the body's coding could not be undone: nothing more is fed
+        try:
+            self._decoder = decoder(content_encoding)
+        except CodingError as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: CodingError) -> None:
+        """End the session: its body cannot be decoded (the client still gets every byte)."""
+        self.broken = True
+        self._chunks.clear()
+        self._size = 0
+        self.session.failed(f"The upstream's answer cannot be decoded ({exc}): it reached the client as sent, but is not assembled.")
+        self.store.flush(self.session)
+
+    def _content(self, data: bytes) -> bytes:
+        """The content of ``data`` (the forwarded bytes themselves unless encoded)."""
+        return data if self._decoder is None else self._decoder.decode(data)
 
     @property
     def size(self) -> int:
@@ -43,7 +70,7 @@ class Tee:
 
     def append(self, chunk: bytes) -> None:
         """Hold a chunk the client was sent."""
-        if chunk:
+        if chunk and not self.broken:
             self._chunks.append(chunk)
             self._size += len(chunk)
 
@@ -69,9 +96,30 @@ class Tee:
                 size += len(chunk)
         data = step[0] if len(step) == 1 and isinstance(step[0], bytes) else b"".join(step)
         self._size -= len(data)
-        self.session.feed_bytes(data)
-        self.store.flush(self.session)
+        try:
+            content = self._content(data)
+        except CodingError as exc:
+            self._fail(exc)
+            return False
+        if content:
+            self.session.feed_bytes(content)
+            self.store.flush(self.session)
         return bool(self._chunks)
+
+    def close(self, complete: bool) -> None:
+        """The body ended (call after the last :meth:`drain`): feed what the decoder still
+        holds. ``complete``: the upstream ended it normally, so a body cut short inside its
+        coding ends the session (ERROR) instead of a truncated stream."""
+        if self._decoder is None or self.broken:
+            return
+        try:
+            content = self._decoder.flush(complete)
+        except CodingError as exc:
+            self._fail(exc)
+            return
+        if content:
+            self.session.feed_bytes(content)
+            self.store.flush(self.session)
 
     async def drain(self, step: int = TEE_STEP_BYTES) -> None:
         """Feed everything held, ``step`` bytes at a time, yielding to the event loop after
@@ -103,7 +151,9 @@ class TeeWorker:
         self._queue[tee] = None
         if self._task is None or self._task.done():
             self._wake = asyncio.Event()
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="proxy-tee")
+            # A context of its own: nothing of the request that happens to start it (its
+            # forwarded credentials, web.credentials.FORWARDED) is carried into the others'.
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="proxy-tee", context=contextvars.Context())
         assert self._wake is not None
         self._wake.set()
 
