@@ -190,29 +190,36 @@ def sizes_while(session: LiveSession, work: Any) -> list[int]:
     return sizes
 
 
+class Client:
+    """The client side of a proxied stream (ASGI ``send``/``receive``): what it was sent; it never goes away."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+
+    async def receive(self) -> dict[str, Any]:
+        await asyncio.Event().wait()
+        return {}
+
+
 def test_the_proxy_assembles_what_is_left_at_the_stream_end_in_steps() -> None:
     from web.proxy import ProxyStream
 
     session, store = live(), Store()
-    sent: list[dict[str, Any]] = []
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    async def receive() -> dict[str, Any]:
-        await asyncio.Event().wait()  # the client never goes away
-        return {}
+    client = Client()
 
     async def work() -> None:
         worker = TeeWorker()
         # The upstream ends before the worker's first round: the whole stream is left to the end.
-        await ProxyStream(ProxiedUpstream(WIRE), session, store, [], worker)({"type": "http"}, receive, send)  # type: ignore[arg-type]
+        await ProxyStream(ProxiedUpstream(WIRE), session, store, [], worker)({"type": "http"}, client.receive, client.send)  # type: ignore[arg-type]
         await worker.aclose()
 
     sizes = sizes_while(session, work)
     steps = [b - a for a, b in zip(sizes, sizes[1:])]
     assert sizes[-1] == len(WIRE) and max(steps) <= TEE_STEP_BYTES  # never the whole backlog in one turn
-    assert b"".join(m.get("body", b"") for m in sent) == WIRE and store.ended == "complete"
+    assert b"".join(m.get("body", b"") for m in client.sent) == WIRE and store.ended == "complete"
     assert b"".join(session.live_source.chunks) == WIRE
 
 
@@ -243,22 +250,15 @@ def test_a_stop_once_the_client_has_the_whole_body_leaves_the_session_to_end_com
     settings = Settings(data_dir=tmp_path)
     store = LiveSessionStore(settings, LiveRenderer(resource_dir("templates"), settings))
     session = store.create_live(live().live_source)
-    sent: list[dict[str, Any]] = []
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    async def receive() -> dict[str, Any]:
-        await asyncio.Event().wait()  # the client never goes away
-        return {}
+    client = Client()
 
     async def main() -> None:
         worker = TeeWorker()
         # The upstream ends before the worker's first round: all of it is assembled at the end, in steps.
-        proxied = asyncio.create_task(ProxyStream(ProxiedUpstream(WIRE), session, store, [], worker)({"type": "http"}, receive, send))  # type: ignore[arg-type]
+        proxied = asyncio.create_task(ProxyStream(ProxiedUpstream(WIRE), session, store, [], worker)({"type": "http"}, client.receive, client.send))  # type: ignore[arg-type]
         while session.live_source.size == 0:
             await asyncio.sleep(0)
-        assert session.live_source.size < len(WIRE) and sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+        assert session.live_source.size < len(WIRE) and client.sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
         store.cancel(session)  # Stop, pressed while what the client already has is being assembled
         assert not session.status.done
         await proxied
