@@ -8,8 +8,8 @@ decoded for the session: :func:`decoder` for a body read chunk by chunk,
 :func:`decode_body` for a whole one.
 
 Codings: ``identity``, ``gzip`` / ``x-gzip`` (several members too) and ``deflate``
-(zlib-wrapped or raw) always; ``br`` and ``zstd`` when the ``brotli`` or ``zstandard``
-package is installed. Several codings (``gzip, br``) are undone last first. Every fault
+(zlib-wrapped or raw); any other (``br``, ``zstd``) is a fault named as such. Several
+codings (``deflate, gzip``) are undone last first. Every fault
 is a :class:`CodingError` whose message names the coding, never the body: a coding not
 known here, data that is not in the coding, a body that ends inside it, or content
 beyond the decoder's limit (a small body that decodes to a huge one).
@@ -17,7 +17,6 @@ beyond the decoder's limit (a small body that decodes to a huge one).
 
 from __future__ import annotations
 
-import importlib
 import zlib
 from typing import Any, Protocol
 
@@ -90,26 +89,6 @@ class _Zlib:
         return self.obj.flush() if not self.obj.eof else b""
 
 
-class _Module:
-    """``br`` or ``zstd`` through an optional package; the limit is checked after each piece."""
-
-    def __init__(self, coding: str, obj: Any, call: str, limit: int) -> None:
-        self.coding, self.obj, self.call, self.limit, self.out = coding, obj, call, limit, 0
-
-    def decode(self, data: bytes) -> bytes:
-        try:
-            out = bytes(getattr(self.obj, self.call)(data)) if data else b""
-        except Exception:  # each package has its own error class
-            raise CodingError(f"Content-Encoding: {self.coding}: the body is not in this coding") from None
-        self.out += len(out)
-        if self.out > self.limit:
-            raise CodingError(f"Content-Encoding: {self.coding}: the content is over {self.limit} bytes")
-        return out
-
-    def flush(self, complete: bool = True) -> bytes:
-        return b""
-
-
 class _Chain:
     """Several codings, the last applied undone first."""
 
@@ -128,20 +107,6 @@ class _Chain:
         return data
 
 
-def _optional(coding: str, limit: int) -> Decoder | None:
-    """The decoder of ``br`` or ``zstd`` when its package is installed, else None."""
-    try:
-        if coding == "br":
-            brotli = importlib.import_module("brotli")
-            return _Module(coding, brotli.Decompressor(), "process", limit)
-        if coding == "zstd":
-            zstandard = importlib.import_module("zstandard")
-            return _Module(coding, zstandard.ZstdDecompressor().decompressobj(), "decompress", limit)
-    except ImportError:
-        return None
-    return None
-
-
 def decoder(content_encoding: str | None, limit: int = MAX_DECODED_BYTES) -> Decoder | None:
     """A decoder for a body sent with ``Content-Encoding: <content_encoding>`` (the header's
     value; several lines joined by commas), or None when it needs none (absent, ``identity``).
@@ -149,10 +114,9 @@ def decoder(content_encoding: str | None, limit: int = MAX_DECODED_BYTES) -> Dec
     codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip() and c.strip().lower() != "identity"]
     decoders: list[Decoder] = []
     for coding in reversed(codings):
-        found = _Zlib(coding, limit) if coding in ("gzip", "x-gzip", "deflate") else _optional(coding, limit)
-        if found is None:
+        if coding not in ("gzip", "x-gzip", "deflate"):
             raise CodingError(f"Content-Encoding: {_name(coding)} is not a coding known here")
-        decoders.append(found)
+        decoders.append(_Zlib(coding, limit))
     if not decoders:
         return None
     return decoders[0] if len(decoders) == 1 else _Chain(decoders)
