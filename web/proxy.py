@@ -50,7 +50,6 @@ from assembler.untrusted import parse_json
 from .content_coding import MAX_DECODED_BYTES, CodingError, decode_body
 from .credentials import (  # the credential rules, re-exported for the proxy's callers
     FORWARDED,
-    SECRET_HEADERS,
     install_log_filters,
     is_secret_header,
     secret_values,
@@ -62,7 +61,7 @@ from .proxy_headers import forward_headers, header_bytes, response_headers  # fo
 from .proxy_paths import encode_path, split_path, wire_path  # split_path: re-exported
 from .proxy_errors import control_character, error_json, error_shape  # error_shape: re-exported
 from .settings import Settings
-from .tee import TEE_INTERVAL, Tee, TeeWorker  # TEE_INTERVAL, TeeWorker: re-exported
+from .tee import Tee, TeeWorker  # TeeWorker: re-exported
 
 log = logging.getLogger("toollatch.proxy")
 
