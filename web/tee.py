@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections import deque
+from collections.abc import Callable
 
 from .content_coding import CodingError, Decoder, decoder
 from .live import LiveSession
@@ -96,30 +97,27 @@ class Tee:
                 size += len(chunk)
         data = step[0] if len(step) == 1 and isinstance(step[0], bytes) else b"".join(step)
         self._size -= len(data)
-        try:
-            content = self._content(data)
-        except CodingError as exc:
-            self._fail(exc)
-            return False
-        if content:
-            self.session.feed_bytes(content)
-            self.store.flush(self.session)
-        return bool(self._chunks)
+        return self._pass_on(lambda: self._content(data)) and bool(self._chunks)
 
     def close(self, complete: bool) -> None:
         """The body ended (call after the last :meth:`drain`): feed what the decoder still
         holds. ``complete``: the upstream ended it normally, so a body cut short inside its
         coding ends the session (ERROR) instead of a truncated stream."""
-        if self._decoder is None or self.broken:
-            return
+        if self._decoder is not None and not self.broken:
+            self._pass_on(lambda: self._decoder.flush(complete))  # type: ignore[union-attr]
+
+    def _pass_on(self, content: Callable[[], bytes]) -> bool:
+        """Feed the session the ``content()`` of forwarded bytes, then ask for a render.
+        False when the coding could not be undone (the session ended: :meth:`_fail`)."""
         try:
-            content = self._decoder.flush(complete)
+            data = content()
         except CodingError as exc:
             self._fail(exc)
-            return
-        if content:
-            self.session.feed_bytes(content)
+            return False
+        if data:
+            self.session.feed_bytes(data)
             self.store.flush(self.session)
+        return True
 
     async def drain(self, step: int = TEE_STEP_BYTES) -> None:
         """Feed everything held, ``step`` bytes at a time, yielding to the event loop after
