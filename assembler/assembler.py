@@ -214,7 +214,7 @@ class Assembler:
         if existing is not None:
             if not (op.call_id and existing.call_id and op.call_id != existing.call_id):
                 self._quirk("call_start_repeated", out)
-                self._identity(CallIdentity(op.key, op.call_id, op.name), out)
+                self._identity(CallIdentity(op.key, op.call_id, op.name, op.not_unicode), out)
                 return
             # Another call starts where one already is: never merge the two. The older one
             # can no longer be told apart from the newer one's fragments, so it fails.
@@ -227,6 +227,8 @@ class Assembler:
             self._reused[op.key] = n + 1
             key = self._alias[op.key] = op.key + (n,)
         call = CallRecord(key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
+        if op.not_unicode:
+            call.not_unicode = op.not_unicode
         if op.whole_arguments:
             call.bytes = len(op.whole_arguments.encode("utf-8", "surrogatepass"))
         in_flight = self._in_flight
@@ -246,12 +248,14 @@ class Assembler:
     def _identity(self, op: CallIdentity, out: list[AssemblyEvent]) -> None:
         call = self._calls.get(self._alias.get(op.key, op.key))
         if call is None:
-            self._start(CallStart(op.key, op.call_id, op.name), out)
+            self._start(CallStart(op.key, op.call_id, op.name, not_unicode=op.not_unicode), out)
             return
         changed = False
         if op.call_id:
             if call.call_id is None:
                 call.call_id, changed = op.call_id, True
+                if "call_id" in op.not_unicode:
+                    call.not_unicode += ("call_id",)
             elif op.call_id == call.call_id:
                 self._quirk("id_repeated", out)
             else:
@@ -259,6 +263,8 @@ class Assembler:
         if op.name:
             if call.name is None:
                 call.name, changed = op.name, True
+                if "name" in op.not_unicode:
+                    call.not_unicode += ("name",)
             elif op.name == call.name:
                 self._quirk("name_repeated", out)
             else:
@@ -326,6 +332,12 @@ class Assembler:
         if not call.call_id or not call.name:
             missing = " and ".join(n for n, v in (("call_id", call.call_id), ("name", call.name)) if not v)
             self._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(f"no {missing}"), out)
+            return
+        if call.not_unicode:
+            # Escaped when its op was built: no longer the id or name the provider sent.
+            fields = tuple(dict.fromkeys(call.not_unicode))
+            detail = f"{' and '.join(fields)} {'is' if len(fields) == 1 else 'are'} not valid Unicode (a lone surrogate, shown escaped)"
+            self._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(detail), out)
             return
         if call.executor == "client" and call.call_id in self._run_ids:
             self._refuse_reused_id(call, out)

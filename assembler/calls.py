@@ -89,6 +89,7 @@ class CallRecord:
     last_activity: float = 0.0  # seconds since stream start: call start or last fragment
     repaired: bool = False  # dropped from history (drop_with_protocol_repair, or a repeated tool_call_id)
     not_strict: str | None = None  # an event that carried its arguments was not strict JSON
+    not_unicode: tuple[str, ...] = ()  # call_id / name held a lone surrogate (kept escaped)
 
     def view(self) -> CallView:
         return CallView(

@@ -13,6 +13,7 @@ that could carry it: assembly events carry a :class:`~assembler.redact.CallView`
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, TypeAlias
 
@@ -72,6 +73,48 @@ class Reason(str, enum.Enum):
 # a frozen dataclass costs twice as much to build on the hot path.
 
 
+#: A UTF-16 surrogate code point: in a ``str`` decoded from JSON it is always a lone one
+#: (``json.loads`` joins a ``\\ud83d\\ude00`` pair into one character).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with every lone UTF-16 surrogate written as its escape, ``\\udXXX`` (six
+    ASCII characters); any other text is returned as it is.
+
+    JSON may spell a lone surrogate (``"\\ud800x"``, RFC 8259 section 8.2) and ``json.loads``
+    keeps it, but such a string cannot be encoded as UTF-8: not stored in SQLite, not
+    written to a page, a log or a terminal. Every op that carries provider text other than
+    argument fragments passes its strings through here when it is built, so whatever
+    reaches storage and screens is valid Unicode. Argument fragments are left alone: a
+    surrogate pair may be split across two of them (the latch judges the joined text).
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _escaped_identity(op: CallStart | CallIdentity) -> None:
+    """Escape lone surrogates in ``op``'s ``call_id`` and ``name``, naming each such field in
+    ``op.not_unicode`` (the latch fails the call ``missing_id_or_name``: an escaped id or
+    name is not the one the provider sent, so the call must not run under it)."""
+    bad = op.not_unicode
+    for attr in ("call_id", "name"):
+        value = getattr(op, attr)
+        if value and not value.isascii():
+            escaped = escape_surrogates(value)
+            if escaped is not value:
+                setattr(op, attr, escaped)
+                bad = (*bad, attr) if attr not in bad else bad
+    op.not_unicode = bad
+
+
+def _escaped_detail(op: Any, attr: str = "detail") -> None:
+    value = getattr(op, attr)
+    if value and not value.isascii():
+        object.__setattr__(op, attr, escape_surrogates(value))
+
+
 @dataclass(frozen=True, slots=True)
 class StreamStart:
     """A new response stream begins (e.g. Anthropic ``message_start``).
@@ -80,6 +123,11 @@ class StreamStart:
     """
 
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for k, v in self.meta.items():
+            if isinstance(v, str):
+                self.meta[k] = escape_surrogates(v)
 
 
 @dataclass(slots=True)
@@ -96,6 +144,11 @@ class CallStart:
     name: str | None = None
     executor: Executor = "client"
     whole_arguments: str | None = None
+    #: The fields (``"call_id"``, ``"name"``) that held a lone surrogate, now escaped.
+    not_unicode: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _escaped_identity(self)
 
 
 @dataclass(slots=True)
@@ -105,6 +158,11 @@ class CallIdentity:
     key: CallKey
     call_id: str | None = None
     name: str | None = None
+    #: As :attr:`CallStart.not_unicode`.
+    not_unicode: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _escaped_identity(self)
 
 
 @dataclass(slots=True)
@@ -130,6 +188,9 @@ class ArgsNotStrict:
     key: CallKey
     problem: str
 
+    def __post_init__(self) -> None:
+        _escaped_detail(self, "problem")
+
 
 @dataclass(slots=True)
 class BlockStop:
@@ -151,12 +212,18 @@ class CallTruncated:
     key: CallKey
     detail: str
 
+    def __post_init__(self) -> None:
+        _escaped_detail(self)
+
 
 @dataclass(frozen=True, slots=True)
 class StreamEnd:
     """The provider's *normal* end (``[DONE]``, ``finish_reason``, ``message_stop``)."""
 
     detail: str | None = None
+
+    def __post_init__(self) -> None:
+        _escaped_detail(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +232,18 @@ class StreamTruncated:
 
     detail: str | None = None
 
+    def __post_init__(self) -> None:
+        _escaped_detail(self)
+
 
 @dataclass(frozen=True, slots=True)
 class StreamError:
     """The provider reported an error, or the stream could not be interpreted."""
 
     detail: str | None = None
+
+    def __post_init__(self) -> None:
+        _escaped_detail(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,12 +252,18 @@ class Cancel:
 
     detail: str | None = None
 
+    def __post_init__(self) -> None:
+        _escaped_detail(self)
+
 
 @dataclass(slots=True)
 class Quirk:
     """A provider or gateway deviation met in the stream (recorded, never fatal)."""
 
     name: str
+
+    def __post_init__(self) -> None:
+        _escaped_detail(self, "name")
 
 
 Op: TypeAlias = (

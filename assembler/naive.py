@@ -27,7 +27,7 @@ from typing import Any
 from .capture import DONE, ProviderEvent
 from .dialects import make_adapter
 from .jsonprefix import JSONPrefixScanner
-from .model import ArgsFragment, BlockStop, CallIdentity, CallKey, CallStart, StreamResult
+from .model import ArgsFragment, BlockStop, CallIdentity, CallKey, CallStart, StreamResult, escape_surrogates
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +90,11 @@ class _Buf:
 
 
 _BRACKET = re.compile(r"[{}\[\]]")
+
+
+def _text(value: Any) -> Any:
+    """A provider string with lone surrogates escaped (:func:`~assembler.model.escape_surrogates`); others as they are."""
+    return escape_surrogates(value) if isinstance(value, str) else value
 
 
 def _safe_parse(text: str) -> Any:
@@ -204,15 +209,16 @@ def _openai_strategies(events: Iterable[ProviderEvent], committed: dict[str, Any
                     continue
                 fn = entry.get("function") if isinstance(entry.get("function"), dict) else {}
                 buf = by_position.setdefault((choice.get("index", 0), position), _Buf())
-                buf.call_id = buf.call_id or entry.get("id") or None
-                buf.name = buf.name or fn.get("name") or None
+                # read from the raw deltas, not from ops: escaped here as the ops escape them
+                buf.call_id = buf.call_id or _text(entry.get("id")) or None
+                buf.name = buf.name or _text(fn.get("name")) or None
                 if isinstance(fn.get("arguments"), str) and fn["arguments"]:
                     buf.add(fn["arguments"])
                 index = entry.get("index", position)
                 named = names.setdefault((choice.get("index", 0), index if isinstance(index, int) else position), _Buf())
                 if isinstance(fn.get("name"), str):
-                    named.name = (named.name or "") + fn["name"]
-                named.call_id = named.call_id or entry.get("id") or None
+                    named.name = (named.name or "") + escape_surrogates(fn["name"])
+                named.call_id = named.call_id or _text(entry.get("id")) or None
     naive_calls = list(by_position.values())
     if len(naive_calls) != len([n for n in latched_names if n is not None]):
         for buf in naive_calls:

@@ -30,12 +30,12 @@ from starlette.datastructures import UploadFile
 from assembler.capture import CaptureError, is_eventstream
 from assembler.config import AssembleConfig
 from assembler.har import is_har, read_har
-from assembler.model import StreamResult
+from assembler.model import StreamResult, escape_surrogates
 from assembler.pipeline import Pipeline
 from assembler.registry import RegistryError, ToolRegistry
 
 from .credentials import redact_url
-from .sources import LoadedSource, SourceError, iter_events, parse_tools
+from .sources import LoadedSource, SourceError, escaped_strings, iter_events, parse_tools
 from .store import Store, StoredSource
 
 log = logging.getLogger("toollatch.web")
@@ -244,7 +244,8 @@ def _pieces(name: str, data: bytes, tools: list[Any] | None) -> Iterator[tuple[s
         raise SourceError(f"{name}: the HAR export has no streaming entry (text/event-stream, event stream or JSON Lines response).")
     for entry in entries:
         meta = {"format": detect_format(entry.body), "har": {"entry": entry.name.rsplit("#", 1)[-1], "method": entry.method, "url": redact_url(entry.url), "status": entry.status}}
-        yield entry.name, entry.body, tools if tools is not None else entry.tools, meta
+        # the export's strings are stored and shown: lone surrogates escaped, as in a stream's ops
+        yield escape_surrogates(entry.name), entry.body, tools if tools is not None else escaped_strings(entry.tools), escaped_strings(meta)
 
 
 def ingest(
@@ -276,8 +277,7 @@ def ingest(
         checked.append((piece_name, body, piece_tools, meta, run))
     out: list[LoadedSource] = []
     for piece_name, body, piece_tools, meta, run in checked:
-        sid = store.save(kind="upload", name=piece_name, body=body, tools=piece_tools, meta=meta)
-        store.set_summary(sid, summary(run))
+        sid = store.save(kind="upload", name=piece_name, body=body, tools=piece_tools, meta=meta, summary=summary(run))
         readable, _ = readable_part(body, meta["format"])
         title = f"{'Paste' if origin == 'paste' else 'Upload'}: {piece_name}"
         out.append(_loaded("upload", piece_name, readable, piece_tools, run, sid, title))

@@ -30,6 +30,7 @@ from typing import Any
 from assembler.capture import ProviderEvent
 from assembler.config import AssembleConfig
 from assembler.metrics import Metrics
+from assembler.model import escape_surrogates
 from assembler.mockwire import MockDialect
 from assembler.pipeline import Pipeline
 from assembler.registry import RegistryError, ToolRegistry
@@ -38,7 +39,7 @@ from assembler.retell import retell_body
 from .credentials import describe_error, scrub_bytes, scrub_text, scrub_value  # describe_error: re-exported
 from .incremental import IncrementalCapture
 from .session import Session, Status
-from .sources import registry_from_tools
+from .sources import escaped_strings, registry_from_tools
 from .store import tool_names
 
 log = logging.getLogger("toollatch.web")
@@ -103,8 +104,10 @@ class LiveSource:
         self.dialect = dialect
         self.request = request  # the request body (model, tools, messages): recorded
         tools = request.get("tools") if isinstance(request, dict) else None
-        self.tools: list[dict[str, Any]] | None = tools if isinstance(tools, list) and tools else None
-        self.model = str(request.get("model")) if isinstance(request, dict) and request.get("model") is not None else None
+        # The request's strings are shown and stored: a lone surrogate is escaped, as in a stream's ops.
+        self.tools: list[dict[str, Any]] | None = escaped_strings(tools) if isinstance(tools, list) and tools else None
+        model = request.get("model") if isinstance(request, dict) else None
+        self.model = escape_surrogates(str(model)) if model is not None else None
         self.streaming = bool(isinstance(request, dict) and request.get("stream") is True)
         self.title = f"Live: {upstream} {endpoint}" + (f" · {self.model}" if self.model else "")
         self._registry, self.registry_error = request_registry(self.tools)

@@ -239,8 +239,7 @@ class PreparedRecording:
 
     def write(self, store: Store) -> str:
         """The database writes (blocking: run them off the event loop); returns the id."""
-        rid = store.save(kind="recording", name=self.name, body=self.body, tools=self.tools, meta=self.meta)
-        store.set_summary(rid, self.summary)
+        rid = store.save(kind="recording", name=self.name, body=self.body, tools=self.tools, meta=self.meta, summary=self.summary)
         log.info("session %s: saved recording %s (%d bytes)", self.session, rid, len(self.body))
         return rid
 

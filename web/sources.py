@@ -21,6 +21,8 @@ from typing import Any, Literal
 from assembler.capture import CaptureError, ProviderEvent, iter_capture
 from assembler.config import AssembleConfig
 from assembler.demos import DEMOS, Demo
+from assembler.jsontext import rebuild
+from assembler.model import escape_surrogates
 from assembler.pipeline import Pipeline
 from assembler.registry import RegistryError, ToolRegistry
 from assembler.untrusted import parse_json
@@ -195,7 +197,14 @@ def parse_tools(raw: bytes, name: str) -> list[dict[str, Any]]:
         registry_from_tools(doc).ensure_usable()  # a $ref that does not resolve is refused here
     except RegistryError as exc:
         raise SourceError(f"Tools file {name}: {exc}") from None
-    return list(doc)
+    return escaped_strings(list(doc))
+
+
+def escaped_strings(value: Any) -> Any:
+    """A copy of a JSON value with every lone surrogate in its strings and keys escaped
+    (:func:`~assembler.model.escape_surrogates`), as a stream's ops escape theirs: request
+    tools and the like are stored and shown."""
+    return rebuild(value, lambda v: escape_surrogates(v) if isinstance(v, str) else v, escape_surrogates)
 
 
 def from_demo(demo: Demo) -> LoadedSource:

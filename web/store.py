@@ -94,8 +94,23 @@ class Store:
         with self._lock:
             self._conn.close()
 
-    def save(self, *, kind: str, name: str, body: bytes, tools: list[Any] | None = None, meta: dict[str, Any] | None = None) -> str:
-        """Store ``body`` and return its new id."""
+    def save(
+        self,
+        *,
+        kind: str,
+        name: str,
+        body: bytes,
+        tools: list[Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        summary: dict[str, Any] | None = None,
+    ) -> str:
+        """Store ``body`` (with its ``summary``, as :meth:`set_summary` takes it) and return its new id.
+
+        One transaction: the row, its search terms and its summary are stored together or
+        not at all, so a crash or a failure in between never leaves a row search cannot
+        find. Raises :class:`ValueError` for an unknown ``kind``; a string that cannot be
+        stored (text is UTF-8) raises :class:`UnicodeEncodeError` and stores nothing.
+        """
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
         source_id = uuid.uuid4().hex[:16]
@@ -107,14 +122,18 @@ class Store:
             len(body),
             None if tools is None else json.dumps(tools),
             json.dumps(meta or {}),
+            None if summary is None else json.dumps(summary),
             sqlite3.Binary(bytes(body)),
         )
         terms = [(source_id, "request_tool", n) for n in tool_names(tools)]
+        if summary is not None:
+            terms += _summary_terms(source_id, summary)
         with self._lock:
             self._conn.execute("BEGIN")
             try:
                 self._conn.execute(
-                    "INSERT INTO sources (id, kind, name, created, size, tools, meta, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row
+                    "INSERT INTO sources (id, kind, name, created, size, tools, meta, summary, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    row,
                 )
                 self._conn.executemany("INSERT INTO source_terms (source_id, field, value) VALUES (?, ?, ?)", terms)
                 self._conn.execute("COMMIT")
@@ -156,7 +175,7 @@ class Store:
         strings are indexed (tool names, verdicts such as ``"invalid_json"``, quirk
         names). Other keys are kept but not indexed. Replaces any earlier summary.
         """
-        terms = [(source_id, fld, str(v)) for key, fld in _SUMMARY_FIELDS.items() for v in _strings(summary.get(key))]
+        terms = _summary_terms(source_id, summary)
         with self._lock:
             self._conn.execute("BEGIN")
             try:
@@ -220,6 +239,10 @@ def tool_names(tools: object) -> list[str]:
                 if isinstance(decl, dict) and isinstance(decl.get("name"), str):
                     names.append(decl["name"])
     return list(dict.fromkeys(n for n in names if n))
+
+
+def _summary_terms(source_id: str, summary: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(source_id, fld, str(v)) for key, fld in _SUMMARY_FIELDS.items() for v in _strings(summary.get(key))]
 
 
 def _strings(values: object) -> Iterable[str]:
