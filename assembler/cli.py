@@ -23,6 +23,7 @@ from .har import is_har
 from .inputs import SNIFF, assemble_path
 from .model import StreamResult
 from .registry import RegistryError, ToolRegistry
+from .untrusted import short
 from .urls import scrub_url
 
 
@@ -160,16 +161,16 @@ def _serve_config(path: str | None) -> tuple[AssembleConfig, dict[str, Any]]:
         raise ConfigError(f"{path}: mock takes delay (seconds) and rechunk (a seed)")
     for key in mock:
         if key not in ("delay", "rechunk"):
-            raise ConfigError(f"{path}: mock: unknown key {key!r}{_nearest(str(key), ('delay', 'rechunk'))}; mock takes delay (seconds) and rechunk (a seed)")
+            raise ConfigError(f"{path}: mock: unknown key {short(key)}{_nearest(str(key), ('delay', 'rechunk'))}; mock takes delay (seconds) and rechunk (a seed)")
     delay, seed = mock.get("delay"), mock.get("rechunk")
     if delay is not None and (not isinstance(delay, (int, float)) or isinstance(delay, bool) or delay < 0):
-        raise ConfigError(f"{path}: mock.delay: {delay!r} is not a number of seconds >= 0")
+        raise ConfigError(f"{path}: mock.delay: {short(delay)} is not a number of seconds >= 0")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise ConfigError(f"{path}: mock.rechunk: {seed!r} is not a whole number")
+        raise ConfigError(f"{path}: mock.rechunk: {short(seed)} is not a whole number")
     extra["mock"] = mock
     unknown = [k for k in doc if k != "agent_stream_assemble"]
     if unknown:
-        raise ConfigError(f"{path}: unknown section {unknown[0]!r}; known: agent_stream_assemble, {', '.join(SERVE_SECTIONS)}")
+        raise ConfigError(f"{path}: unknown section {short(unknown[0])}; known: agent_stream_assemble, {', '.join(SERVE_SECTIONS)}")
     section = doc.get("agent_stream_assemble") or {}
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: agent_stream_assemble must be a mapping")

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .untrusted import short
+
 SECTION = "agent_stream_assemble"
 
 #: Keys whose value is one of a fixed set of words.
@@ -87,7 +89,7 @@ class AssembleConfig:
             if key not in known:
                 near = difflib.get_close_matches(str(key), sorted(known), n=1)
                 hint = f"; did you mean {near[0]!r}?" if near else ""
-                raise ConfigError(f"{source}: unknown key {key!r}{hint}")
+                raise ConfigError(f"{source}: unknown key {short(key)}{hint}")
             values[key] = _check(key, value, getattr(cls(), key), source)
         return cls(**values)
 
@@ -114,7 +116,7 @@ class AssembleConfig:
         if unknown:
             near = difflib.get_close_matches(str(unknown[0]), [SECTION], n=1)
             hint = f"; did you mean {near[0]!r}?" if near else ""
-            raise ConfigError(f"{path}: unknown section {unknown[0]!r}{hint}")
+            raise ConfigError(f"{path}: unknown section {short(unknown[0])}{hint}")
         section = doc.get(SECTION) or {}
         if not isinstance(section, dict):
             raise ConfigError(f"{path}: {SECTION} must be a mapping")
@@ -128,7 +130,7 @@ DEFAULT_CONFIG = AssembleConfig()
 
 def _check(key: str, value: Any, default: Any, source: str) -> Any:
     def bad(expected: str) -> ConfigError:
-        return ConfigError(f"{source}.{key}: {value!r} is not {expected}")
+        return ConfigError(f"{source}.{key}: {short(value)} is not {expected}")
 
     if key in CHOICES:
         if value not in CHOICES[key]:

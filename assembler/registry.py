@@ -20,7 +20,7 @@ from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 from jsonschema_specifications import REGISTRY as META_SCHEMAS
 
-from .untrusted import parse_json
+from .untrusted import parse_json, short
 
 #: Where a schema's ``$ref`` may lead: the schema itself and the JSON Schema meta-schemas
 #: (which jsonschema adds). Nothing is ever fetched: a remote ``$ref`` does not resolve.
@@ -37,7 +37,7 @@ class SchemaUnusable(ValueError):
     registry was built); neither it nor the message quotes a schema or argument value."""
 
     def __init__(self, name: str, problem: str) -> None:
-        super().__init__(f"tool {name!r}: invalid JSON Schema: {problem}")
+        super().__init__(f"tool {short(name)}: invalid JSON Schema: {problem}")
         self.problem = problem
 
 
@@ -82,10 +82,15 @@ def _segment(part: Any) -> str:
 def _schema_fault(exc: js_exceptions.SchemaError) -> str:
     """Where a schema breaks its meta-schema and which rule, without quoting the schema's
     values (jsonschema's message does; a schema may hold defaults or examples)."""
-    pointer = "".join(_segment(p) for p in exc.absolute_path) or "/"
+    pointer = _cut("".join(_segment(p) for p in exc.absolute_path) or "/")
     if exc.validator == "type":
         return f"{pointer} must be of type {' or '.join(exc.validator_value) if isinstance(exc.validator_value, list) else exc.validator_value}"
     return f"{pointer} breaks the meta-schema's {exc.validator!r} rule"
+
+
+def _cut(pointer: str, limit: int = 120) -> str:
+    """A JSON Pointer into a schema, cut to ``limit`` characters (keys may be long)."""
+    return pointer if len(pointer) <= limit else pointer[: limit - 1] + "…"
 
 
 def _pointers(schema: Any) -> dict[int, str]:
@@ -133,7 +138,7 @@ def _walk_refs(cls: Any, schema: dict[str, Any]) -> str | None:
         resolver = resolver.in_subresource(spec.create_resource(node))
         ref = node.get("$ref")
         if isinstance(ref, str):
-            at = where.get(id(node), "") + "/$ref"
+            at = _cut(where.get(id(node), "") + "/$ref")
             try:
                 resolved = resolver.lookup(ref)
             except referencing.exceptions.Unresolvable:
@@ -144,6 +149,39 @@ def _walk_refs(cls: Any, schema: dict[str, Any]) -> str | None:
                 stack.append((resolved.contents, resolved.resolver))
         stack.extend((sub, resolver) for sub in spec.subresources_of(node))
     return None
+
+
+#: ``validator_for``'s answer for a ``$schema`` it does not know.
+_UNKNOWN_DRAFT = object()
+
+
+def _validator_class(name: str, schema: dict[str, Any]) -> Any:
+    """The jsonschema validator class for ``schema``'s ``$schema`` (the newest draft when it
+    has none); :class:`RegistryError` for a ``$schema`` that is not a string or names no
+    meta-schema jsonschema knows (one is never fetched, so such a schema cannot be checked)."""
+    if "$schema" not in schema:
+        return validators.validator_for(schema)
+    uri = schema["$schema"]
+    if not isinstance(uri, str):
+        raise RegistryError(f"tool {short(name)}: invalid JSON Schema: /$schema must be a string (a meta-schema URI), not {_json_type(uri)}")
+    cls = validators.validator_for(schema, default=_UNKNOWN_DRAFT)
+    if cls is _UNKNOWN_DRAFT and uri.startswith(("http://json-schema.org/", "https://json-schema.org/")):
+        # the same draft spelled with the other scheme (generators write https:// for draft-07)
+        other = "https://" + uri[7:] if uri.startswith("http://") else "http://" + uri[8:]
+        cls = validators.validator_for({"$schema": other}, default=_UNKNOWN_DRAFT)
+    if cls is _UNKNOWN_DRAFT:
+        raise RegistryError(
+            f"tool {short(name)}: invalid JSON Schema: /$schema {short(uri)} is not a JSON Schema draft this checker knows"
+            " (draft 3, 4, 6, 7, 2019-09, 2020-12); meta-schemas are never fetched"
+        )
+    return cls
+
+
+def _json_type(value: Any) -> str:
+    for kind, name in ((bool, "a boolean"), (int, "a number"), (float, "a number"), (str, "a string"), (list, "an array"), (dict, "an object")):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else type(value).__name__
 
 
 class ToolRegistry:
@@ -166,14 +204,16 @@ class ToolRegistry:
             if schema is None:
                 self._validators[name] = None
                 continue
-            cls = validators.validator_for(schema)
+            cls = _validator_class(name, schema)
             try:
                 cls.check_schema(schema)
                 unresolved = _unresolved_ref(cls, schema)
             except js_exceptions.SchemaError as exc:
-                raise RegistryError(f"tool {name!r}: invalid JSON Schema: {_schema_fault(exc)}") from None
+                raise RegistryError(f"tool {short(name)}: invalid JSON Schema: {_schema_fault(exc)}") from None
             except RecursionError:  # the meta-schema check recurses several frames per level
-                raise RegistryError(f"tool {name!r}: JSON Schema nested too deep to check") from None
+                raise RegistryError(f"tool {short(name)}: JSON Schema nested too deep to check") from None
+            except Exception as exc:  # the schema library tripping over a shape its meta-schema let pass
+                raise RegistryError(f"tool {short(name)}: JSON Schema cannot be compiled ({type(exc).__name__})") from None
             if unresolved is not None:
                 self.unusable[name] = unresolved
             self._validators[name] = cls(schema, registry=_NO_RETRIEVAL)
@@ -182,7 +222,7 @@ class ToolRegistry:
         """This registry, or :class:`RegistryError` naming the first tool in :attr:`unusable`
         and the JSON Pointer of its ``$ref`` (never a schema value)."""
         for name, problem in self.unusable.items():
-            raise RegistryError(f"tool {name!r}: invalid JSON Schema: {problem}")
+            raise RegistryError(f"tool {short(name)}: invalid JSON Schema: {problem}")
         return self
 
     @classmethod
@@ -202,7 +242,7 @@ class ToolRegistry:
                 raise RegistryError(f"tools[{i}]: missing 'name'")
             schema = spec.get("parameters", spec.get("input_schema", spec.get("inputSchema")))
             if schema is not None and not isinstance(schema, dict):
-                raise RegistryError(f"tools[{i}] ({name}): schema must be an object")
+                raise RegistryError(f"tools[{i}] ({short(name)}): schema must be an object, not {_json_type(schema)}")
             schemas[name] = schema
         return cls(schemas)
 

@@ -11,7 +11,19 @@ stream. The problem strings name the fault and its place, never the text.
 from __future__ import annotations
 
 import json
+import reprlib
 from typing import Any
+
+_REPR = reprlib.Repr()
+_REPR.maxstring, _REPR.maxother, _REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 60, 60, 2, 4, 4
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """``repr`` of a name or value read from an input file, cut to about ``limit``
+    characters: an error message naming it stays one readable line however large the
+    value (a YAML alias can expand a few lines into billions of items)."""
+    text = _REPR.repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def json_problem(exc: BaseException) -> str:
