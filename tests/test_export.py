@@ -93,7 +93,7 @@ def test_cli_export_writes_reproducer_report_and_summary(tmp_path: Path) -> None
     assert [c["state"] for c in report["streams"][0]["calls"]] == ["committed", "failed"]
     assert all("arguments" not in c for c in report["streams"][0]["calls"])
     summary = produced[2].read_text()
-    assert "| 1 | f | t2 | FAILED | invalid_json |" in summary and "broke in fragment 1 at byte 6" in summary
+    assert "| 1 | `f` | `t2` | FAILED | `invalid_json` |" in summary and "broke in fragment 1 at byte 6" in summary
 
 
 def test_cli_export_of_a_missing_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

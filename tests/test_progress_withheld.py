@@ -54,7 +54,7 @@ def test_counts_of_open_calls_are_withheld_and_of_judged_calls_kept(tmp_path: Pa
     assert failed[0] == "failed" and failed[1] > LIMIT and open_ == ("open", 0, 0)
     assert docs["report"] == [failed[1:], (0, 0)]
     assert docs["compare"] == [failed[1:], (0, 0)]
-    assert "| 0 | f0 | c0 | FAILED |" in docs["markdown"][0]
+    assert "| 0 | `f0` | `c0` | FAILED |" in docs["markdown"][0]
     open_bytes = len('{"b": 12345, "c": "zz')
     assert f"| {open_bytes} |" not in docs["markdown"][1] and str(open_bytes) in json.dumps(documents(True, tmp_path / "on")["report"])
     cells = re.findall(r'<td class="num[^"]*">([\d,]+)</td>', docs["compare_page"])
