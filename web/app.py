@@ -21,11 +21,12 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from . import api, follow, library, observe, pages, triage_routes, ws
 from .fanout import Clock, Sleep
-from .security import SameOriginMiddleware
+from .security import NoFramingMiddleware, SameOriginMiddleware, client_disconnected
 from .server import SERVER_OPTIONS, DateMiddleware
 from .live_routes import install as install_live
 from .live_store import LiveRenderer, LiveSessionStore
@@ -130,6 +131,7 @@ def create_app(
         html = renderer.page("error.html", title=title, message=message)
         return HTMLResponse(html, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
+    app.add_exception_handler(ClientDisconnect, client_disconnected)  # a log line, not a traceback
     close_live = install_live(app, settings, store, renderer, sources)  # proxy, mock, direct connect, recordings
     app.include_router(pages.build_router(settings, store, renderer))
     app.include_router(follow.build_router(store, renderer))  # the session list refreshed, "watch the next live stream"
@@ -141,6 +143,7 @@ def create_app(
     # Added last = outermost: the Host check runs first, then the Origin check.
     app.add_middleware(SameOriginMiddleware)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.trusted_hosts())
+    app.add_middleware(NoFramingMiddleware)  # every answer but the proxy's: no page in another site's frame
     app.add_middleware(DateMiddleware)  # outermost: every answer but the proxy's is dated
     return app
 
