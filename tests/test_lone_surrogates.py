@@ -177,3 +177,20 @@ def test_a_proxied_stream_and_request_with_lone_surrogates_are_recorded(tmp_path
     assert doc["live"]["recording"], "the recording is saved"
     assert statuses == {"": 200, "/triage": 200, "/recording": 200, "/export.md": 200, "index": 200}
     assert stored["total"] == 1
+
+
+def test_an_upstream_error_body_with_a_lone_surrogate_is_shown(tmp_path: Path) -> None:
+    from .test_live_server import finished, newest_live, serve
+    from .test_live_upstream_faults import upstream_app
+
+    error = b'{"error": {"type": "overloaded\\ud800", "message": "try \\udc00 later"}}'
+    upstream = upstream_app(lambda key: [error], status=500, content_type=b"application/json")
+    with serve(upstream) as url, serve(create_app(Settings(data_dir=tmp_path, mock_delay=0.0, upstreams={"odd": url}))) as base:
+        with httpx.Client(timeout=10) as client:
+            got = client.post(f"{base}/proxy/odd/v1/chat/completions", json={"model": "m", "stream": True, "messages": []})
+            doc = finished(base, newest_live(base))
+            statuses = {p: client.get(f"{base}/sessions/{doc['id']}{p}").status_code for p in ("", "/triage")}
+            statuses["index"] = client.get(f"{base}/").status_code
+    assert got.status_code == 500 and got.content == error
+    assert "overloaded\\ud800" in (doc["error"] or "")
+    assert statuses == {"": 200, "/triage": 200, "index": 200}

@@ -33,6 +33,7 @@ from urllib.parse import quote, unquote, unquote_plus
 import httpx
 
 from assembler import jsontext
+from assembler.model import escape_surrogates
 from assembler.untrusted import parse_json
 
 #: Credential headers: forwarded upstream, never stored, logged or shown.
@@ -178,7 +179,7 @@ def describe_error(status: int, body: bytes) -> str:
         detail = f"{kind}: {error.get('message') or ''}".strip(": ")
     elif isinstance(error, str):
         detail = error
-    detail = _TOKENISH.sub("[redacted]", detail)
+    detail = _TOKENISH.sub("[redacted]", escape_surrogates(detail))  # shown and stored: valid Unicode
     detail = detail if len(detail) <= 300 else detail[:299] + "…"
     return f"Upstream answered {status}" + (f": {detail}" if detail else ".")
 
