@@ -194,3 +194,20 @@ def test_an_upstream_error_body_with_a_lone_surrogate_is_shown(tmp_path: Path) -
     assert got.status_code == 500 and got.content == error
     assert "overloaded\\ud800" in (doc["error"] or "")
     assert statuses == {"": 200, "/triage": 200, "index": 200}
+
+
+def test_a_capture_file_whose_name_is_not_utf8_is_left_out_of_the_list(tmp_path: Path) -> None:
+    import os
+
+    captures = tmp_path / "caps"
+    captures.mkdir()
+    clean = SURROGATE_SSE.replace(b"\\ud800", b"").replace(b"\\udc00", b"")
+    (captures / "good.sse").write_bytes(clean)
+    with open(os.path.join(os.fsencode(captures), b"bad\xffname.sse"), "wb") as f:
+        f.write(clean)
+    with make_client(Settings(data_dir=tmp_path / "data", captures_dir=captures)) as client:
+        quiet = TestClient(client.app, base_url=BASE, raise_server_exceptions=False)
+        index = quiet.get("/")
+        listed = quiet.get("/api/sources")
+    assert index.status_code == 200 and listed.status_code == 200
+    assert [c["path"] for c in listed.json()["captures"]] == ["good.sse"]

@@ -149,13 +149,18 @@ def demo_list() -> list[Demo]:
 
 
 def capture_list(root: Path | None) -> list[CaptureInfo]:
-    """Every ``*.sse`` / ``*.jsonl`` under ``root`` (recursively), sorted by relative path."""
+    """Every ``*.sse`` / ``*.jsonl`` under ``root`` (recursively), sorted by relative path.
+
+    A file whose name is not UTF-8 (Python holds its bytes as lone surrogates) is left out:
+    no page, link or form can name it."""
     if root is None or not root.is_dir():
         return []
     found: list[CaptureInfo] = []
     for path in sorted(root.rglob("*")):
         if path.suffix in CAPTURE_SUFFIXES and path.is_file():
             rel = path.relative_to(root).as_posix()
+            if escape_surrogates(rel) is not rel:
+                continue
             found.append(CaptureInfo(rel, path.stat().st_size, tools_path(path).is_file()))
     return found
 
