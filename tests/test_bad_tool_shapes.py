@@ -65,7 +65,7 @@ def test_the_cli_names_the_tools_file_and_the_fault_in_one_line(
         code = main(["assemble", "--tools", str(path), str(capture)])
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith(f"toollatch: error: {path}: tool") or err.startswith(f"toollatch: error: {path}: tools[0]"), err
+    assert err.count("\n") == 1 and err.startswith((f"toollatch: error: {path}: tool 'x'", f"toollatch: error: {path}: tools[0]")), err
     assert says in err, err
 
 
