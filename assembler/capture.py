@@ -288,31 +288,15 @@ def _chain(head: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
 def iter_capture(chunks: Iterable[bytes], name: str = "<input>") -> Iterator[ProviderEvent]:
     """Provider events of a capture given as byte chunks (any split), in bounded memory.
 
-    The framing is detected from the first bytes: an AWS event-stream prelude (see
+    The framing is detected from the first bytes: a gzip member is inflated first; HTTP
+    heads in front (``curl -i``) are skipped; an AWS event-stream prelude (see
     :func:`is_eventstream`) means the binary event stream; otherwise the first non-blank
-    byte ``{`` means JSON Lines, anything else SSE.
+    byte ``{`` means JSON Lines, anything else SSE. The decoding is
+    :class:`assembler.intake.PushDecoder`'s, the one every intake uses.
     """
-    it = iter(chunks)
-    head = b""
-    lines = skipped = 0  # of an HTTP head in front (curl -i), so positions stay file positions
-    for chunk in it:
-        head += chunk
-        if head[:1] == b"\x00" or (len(head) >= _PRELUDE and head.lstrip(_BLANK)):
-            if not head.startswith(b"HTTP/"):
-                break
-            before = head
-            head, done = _skip_http_heads(head)
-            cut = before[: len(before) - len(head)]
-            skipped += len(cut)
-            lines += cut.count(b"\n")
-            if done:
-                break
-    if is_eventstream(head):
-        yield from _iter_eventstream(head, it, name)
-    elif head.lstrip(_BLANK).startswith(b"{"):
-        yield from _iter_jsonl(head, it, name, lines, skipped)
-    else:
-        yield from _iter_sse(head, it, name, lines, skipped)
+    from .intake import iter_pushed  # intake builds on this module's framings
+
+    return iter_pushed(chunks, name)
 
 
 def _skip_http_heads(head: bytes) -> tuple[bytes, bool]:
