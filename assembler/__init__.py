@@ -7,6 +7,7 @@ from .assembler import Assembler
 from .capture import CaptureError, ProviderEvent, iter_capture, iter_file, read_capture
 from .config import AssembleConfig, ConfigError
 from .finalize import StrictJSONError, strict_loads
+from .latch import Latched, Turn, latch
 from .model import (
     CallOutcome,
     CallState,
@@ -34,6 +35,7 @@ __all__ = [
     "CommittedCall",
     "ConfigError",
     "IllegalTransition",
+    "Latched",
     "Pipeline",
     "ProviderEvent",
     "Reason",
@@ -44,9 +46,11 @@ __all__ = [
     "StrictJSONError",
     "ToolRegistry",
     "ToolResult",
+    "Turn",
     "assemble_events",
     "iter_capture",
     "iter_file",
+    "latch",
     "read_capture",
     "strict_loads",
 ]
