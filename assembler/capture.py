@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -151,7 +151,7 @@ def _iter_jsonl(head: bytes, rest: Iterator[bytes], name: str, lines: int = 0, s
         yield last
 
 
-def _jsonl_line(raw: bytes, name: str, line: int, offset: int) -> ProviderEvent:
+def _jsonl_line(raw: bytes, name: str, line: int, offset: int, scrub: Callable[[str], str] | None = None) -> ProviderEvent:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -159,7 +159,7 @@ def _jsonl_line(raw: bytes, name: str, line: int, offset: int) -> ProviderEvent:
         return ProviderEvent(None, None, line, offset, f"{where}: not UTF-8")
     if line == 1:
         text = text.removeprefix("\ufeff")
-    return _parse_payload(text, None, name, line, offset)
+    return _parse_payload(scrub(text) if scrub is not None else text, None, name, line, offset)
 
 
 def _iter_eventstream(head: bytes, rest: Iterator[bytes], name: str) -> Iterator[ProviderEvent]:
@@ -184,8 +184,9 @@ class _EventStreamReader:
     the validated prelude gives - so every input byte is copied a constant number of times.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, scrub: Callable[[str], str] | None = None) -> None:
         self._name = name
+        self._scrub = scrub  # applied to each payload's text before it is parsed
         self._buffer = EventStreamBuffer()
         self._pending: list[bytes] = []
         self._have = 0  # bytes in _pending
@@ -272,6 +273,8 @@ class _EventStreamReader:
         payload: bytes = message.payload
         try:
             text = payload.decode("utf-8")
+            if self._scrub is not None:
+                text = self._scrub(text)
             body = json.loads(text) if payload else {}
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError too
             msg = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else json_problem(exc)

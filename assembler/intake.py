@@ -18,7 +18,7 @@ Memory stays bounded by one event (one frame, one line) plus the detection windo
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from .capture import (
     _BLANK,
@@ -47,8 +47,11 @@ class PushDecoder:
     :class:`~assembler.capture.CaptureError` naming the byte where inflating failed.
     """
 
-    def __init__(self, name: str = "<input>") -> None:
+    def __init__(self, name: str = "<input>", scrub: Callable[[str], str] | None = None) -> None:
         self.name = name
+        #: Applied to each event's payload text before it is parsed (the proxy replaces
+        #: forwarded credentials an upstream echoes); None: the text as read.
+        self.scrub = scrub
         self._head = b""
         self._mode: str | None = None  # "sse", "jsonl", "eventstream", "gzip" once known
         self._lines = 0  # lines and bytes of HTTP heads skipped in front
@@ -125,10 +128,10 @@ class PushDecoder:
         if head.startswith(_GZIP):
             self._mode = "gzip"
             self._inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-            self._inner = PushDecoder(self.name)
+            self._inner = PushDecoder(self.name, self.scrub)
         elif is_eventstream(head):
             self._mode = "eventstream"
-            self._frames = _EventStreamReader(self.name)
+            self._frames = _EventStreamReader(self.name, self.scrub)
         elif head.lstrip(_BLANK).startswith(b"{"):
             self._mode = "jsonl"
             self._jsonl_line, self._jsonl_offset = self._lines, self._skipped
@@ -154,10 +157,12 @@ class PushDecoder:
         assert self._sse is not None
         out = []
         lines, skipped, name = self._lines, self._skipped, self.name
+        scrub = self.scrub
         for ev in self._sse.decode(chunk):
             kind = None if ev.event == "message" else ev.event
             framing = tuple(sorted(ev.framing)) if ev.framing else ()
-            out.append(_parse_payload(ev.data, kind, name, ev.line + lines, ev.offset + skipped, framing))
+            text = scrub(ev.data) if scrub is not None else ev.data
+            out.append(_parse_payload(text, kind, name, ev.line + lines, ev.offset + skipped, framing))
         return out
 
     def _jsonl_feed(self, chunk: bytes) -> list[ProviderEvent]:
@@ -170,7 +175,7 @@ class PushDecoder:
             pending.clear()
             self._jsonl_line += 1
             if raw.strip():
-                out.append(_jsonl_line(raw, self.name, self._jsonl_line, self._jsonl_offset))
+                out.append(_jsonl_line(raw, self.name, self._jsonl_line, self._jsonl_offset, self.scrub))
             self._jsonl_offset += len(raw)
             start = nl + 1
         if start < len(chunk):
@@ -183,7 +188,7 @@ class PushDecoder:
         if not raw.strip():
             return []
         line = self._jsonl_line + 1
-        last = _jsonl_line(raw, self.name, line, self._jsonl_offset)
+        last = _jsonl_line(raw, self.name, line, self._jsonl_offset, self.scrub)
         if last.error is not None:  # no line end and no whole value: the input was cut mid-line
             last = ProviderEvent(None, None, line, self._jsonl_offset, framing=("truncated_frame",))
         return [last]

@@ -1,0 +1,97 @@
+"""One push decoder for every intake (``assembler/intake.py``): files, standard input,
+``latch()`` and live sessions read the same events from the same bytes, whatever the split:
+SSE, JSON Lines, the AWS event stream, an HTTP head in front, gzip."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from assembler.capture import iter_file
+from assembler.config import AssembleConfig
+from assembler.inputs import assemble_path
+from assembler.intake import PushDecoder
+from web.live import LiveSession, LiveSource
+from web.session import Status
+
+from .conftest import CAPTURES, require_shared
+from .test_eventstream import encode_events
+
+BEDROCK = sorted((CAPTURES / "bedrock").glob("*.jsonl")) if (CAPTURES / "bedrock").is_dir() else []
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: application/vnd.amazon.eventstream\r\n\r\n"
+
+
+def _eventstream(path: Path) -> bytes:
+    return encode_events([json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()])
+
+
+def _splits(data: bytes, seed: int) -> list[bytes]:
+    rng = random.Random(seed)
+    out, i = [], 0
+    while i < len(data):
+        n = rng.randint(1, 40)
+        out.append(data[i : i + n])
+        i += n
+    return out
+
+
+def _push(pieces: list[bytes]) -> list[tuple[object, object, object]]:
+    decoder = PushDecoder("<x>")
+    events = [e for p in pieces for e in decoder.feed(p)] + decoder.close()
+    return [(e.event, e.data, e.error) for e in events]
+
+
+@pytest.mark.parametrize("path", BEDROCK, ids=lambda p: p.name)
+def test_event_stream_http_head_and_gzip_at_any_split_give_the_files_events(path: Path) -> None:
+    require_shared(CAPTURES)
+    want = [(e.event, e.data, e.error) for e in iter_file(path)]
+    wire = _eventstream(path)
+    for data in (wire, HEAD + wire, gzip.compress(wire), HEAD + gzip.compress(wire)):
+        for seed in range(3):
+            got = _push(_splits(data, seed))
+            assert [d for _, d, _ in got] == [d for _, d, _ in want] and all(err is None for _, _, err in got)
+
+
+def _live(pieces: list[bytes], secrets: list[str] | None = None) -> LiveSession:
+    source = LiveSource("bedrock/model/m/converse-stream", upstream="bedrock", endpoint="/model/m/converse-stream", dialect=None, request={"stream": True}, secrets=secrets)
+    session = LiveSession("s1", source, AssembleConfig())
+    for piece in pieces:
+        session.feed_bytes(piece)
+    session.finish()
+    return session
+
+
+def _calls(results: list) -> list[tuple]:
+    return [(c.name, c.call_id, c.state.value, c.reason, c.arguments) for r in results for c in r.calls]
+
+
+@pytest.mark.parametrize("path", BEDROCK, ids=lambda p: p.name)
+def test_a_bedrock_event_stream_live_assembles_as_from_a_file(path: Path, tmp_path: Path) -> None:
+    require_shared(CAPTURES)
+    wire = _eventstream(path)
+    saved = tmp_path / "stream.bin"
+    saved.write_bytes(wire)
+    want = [r for _, r in assemble_path(saved)]
+    for data in (wire, HEAD + wire):
+        session = _live(_splits(data, 7))
+        assert session.status is Status.FINISHED and session.error is None
+        assert _calls(session.pipeline.results()) == _calls(want) and session.pipeline.results()[-1].end == want[-1].end
+
+
+def test_a_credential_echoed_in_an_event_stream_payload_is_scrubbed() -> None:
+    secret = "sk-live-ECHOED-credential-123456"
+    events = [
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": f"your key is {secret}"}}},
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+        {"messageStop": {"stopReason": "end_turn"}},
+    ]
+    decoder = PushDecoder("<x>", scrub=lambda text: text.replace(secret, "[redacted]"))
+    got = decoder.feed(encode_events(events)) + decoder.close()
+    assert secret not in json.dumps([e.data for e in got]) and "[redacted]" in json.dumps([e.data for e in got])
+    session = _live([encode_events(events)], secrets=[secret])
+    assert session.status is Status.FINISHED and session.pipeline.dialect == "bedrock-converse"
