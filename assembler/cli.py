@@ -254,7 +254,8 @@ def run_mock(args: argparse.Namespace) -> int:
 #: The input formats every reading command takes, detected from the first bytes.
 INPUT_FORMATS = (
     "raw SSE as curl -N prints it (with or without the curl -i head), JSON Lines of provider events, "
-    "a HAR 1.2 export (each streaming entry on its own), or a binary AWS event stream (Bedrock); "
+    "a JSON array of provider events, a HAR 1.2 export (each streaming entry on its own), "
+    "or a binary AWS event stream (Bedrock); "
     "any of them gzip-compressed"
 )
 _DIALECT_HELP = "skip detection (default: detected from the first events)"

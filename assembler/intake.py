@@ -10,18 +10,21 @@ with the very rules and payload parsing :mod:`assembler.capture` documents:
 * one or more HTTP response heads in front (``curl -i``) are skipped, positions staying
   those of the input;
 * an AWS event-stream prelude means the binary event stream (Bedrock);
-* a first non-blank byte ``{`` means JSON Lines, anything else raw SSE.
+* a first non-blank byte ``[`` means a JSON array of provider events (read whole at the
+  end, up to :data:`MAX_ARRAY_BYTES`), ``{`` JSON Lines, anything else raw SSE.
 
 Memory stays bounded by one event (one frame, one line) plus the detection window.
 """
 
 from __future__ import annotations
 
+import json
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 
 from .capture import (
     _BLANK,
+    DONE,
     _PRELUDE,
     CaptureError,
     ProviderEvent,
@@ -32,8 +35,11 @@ from .capture import (
     is_eventstream,
 )
 from .sse import SSEDecoder
+from .untrusted import json_problem
 
 _GZIP = b"\x1f\x8b"
+#: Largest JSON array capture read (it is parsed whole, at the end of input).
+MAX_ARRAY_BYTES = 64 * 1024 * 1024
 #: Largest piece of inflated output produced per step (keeps each step's memory small).
 _INFLATE_STEP = 256 * 1024
 
@@ -53,7 +59,7 @@ class PushDecoder:
         #: forwarded credentials an upstream echoes); None: the text as read.
         self.scrub = scrub
         self._head = b""
-        self._mode: str | None = None  # "sse", "jsonl", "eventstream", "gzip" once known
+        self._mode: str | None = None  # "sse", "jsonl", "array", "eventstream", "gzip" once known
         self._lines = 0  # lines and bytes of HTTP heads skipped in front
         self._skipped = 0
         self._sse: SSEDecoder | None = None
@@ -68,7 +74,7 @@ class PushDecoder:
 
     @property
     def framing(self) -> str | None:
-        """``"sse"``, ``"jsonl"``, ``"eventstream"`` or ``"gzip"`` once detected, else None."""
+        """``"sse"``, ``"jsonl"``, ``"array"``, ``"eventstream"`` or ``"gzip"`` once detected, else None."""
         return self._mode
 
     def feed(self, chunk: bytes) -> list[ProviderEvent]:
@@ -100,6 +106,8 @@ class PushDecoder:
             self._sse.flush()  # the spec dispatches nothing at end of input
         elif mode == "jsonl":
             out += self._jsonl_close()
+        elif mode == "array":
+            out += self._array_events()
         elif mode == "eventstream" and self._frames is not None:
             out += list(self._frames.close())
         elif mode == "gzip" and self._inner is not None:
@@ -132,6 +140,10 @@ class PushDecoder:
         elif is_eventstream(head):
             self._mode = "eventstream"
             self._frames = _EventStreamReader(self.name, self.scrub)
+        elif head.lstrip(_BLANK).startswith(b"["):
+            self._mode = "array"
+            self._array: list[bytes] = []
+            self._array_size = 0
         elif head.lstrip(_BLANK).startswith(b"{"):
             self._mode = "jsonl"
             self._jsonl_line, self._jsonl_offset = self._lines, self._skipped
@@ -149,6 +161,11 @@ class PushDecoder:
         if mode == "eventstream":
             assert self._frames is not None
             return [] if self._frames.failed else list(self._frames.feed(chunk))
+        if mode == "array":
+            self._array_size += len(chunk)
+            if self._array_size <= MAX_ARRAY_BYTES:
+                self._array.append(chunk)
+            return []
         return self._gunzip(chunk)
 
     # ------------------------------------------------------------------ framings
@@ -192,6 +209,34 @@ class PushDecoder:
         if last.error is not None:  # no line end and no whole value: the input was cut mid-line
             last = ProviderEvent(None, None, line, self._jsonl_offset, framing=("truncated_frame",))
         return [last]
+
+    def _array_events(self) -> list[ProviderEvent]:
+        """A JSON array of provider events (as some SDK fixtures and HAR viewers save them):
+        read whole at the end, each element an event (``line``: its 1-based position)."""
+        where = f"{self.name}:1 (byte {self._skipped})"
+        if self._array_size > MAX_ARRAY_BYTES:
+            return [ProviderEvent(None, None, 1, self._skipped, f"{where}: a JSON array capture over {MAX_ARRAY_BYTES} bytes")]
+        raw = b"".join(self._array)
+        self._array = []
+        try:
+            text = raw.decode("utf-8").removeprefix("\ufeff")
+            text = self.scrub(text) if self.scrub is not None else text
+            items = json.loads(text)
+            if not isinstance(items, list):
+                raise ValueError("not an array")
+        except (ValueError, RecursionError) as exc:
+            detail = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else json_problem(exc)
+            return [ProviderEvent(None, None, 1, self._skipped, f"{where}: the JSON array cannot be read ({detail})")]
+        out = []
+        for i, item in enumerate(items, 1):
+            if isinstance(item, dict) and isinstance(item.get("data"), (dict, str)) and set(item) <= {"event", "data"}:
+                kind = item.get("event")  # {"event", "data"} pairs, as SSE viewers export them
+                data = DONE if item["data"] == DONE else item["data"]
+                out.append(ProviderEvent(kind if isinstance(kind, str) else None, data, i, self._skipped))
+            else:
+                kind = item.get("type") if isinstance(item, dict) else None
+                out.append(ProviderEvent(kind if isinstance(kind, str) else None, item, i, self._skipped))
+        return out
 
     def _gunzip(self, chunk: bytes) -> list[ProviderEvent]:
         assert self._inner is not None

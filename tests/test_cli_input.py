@@ -66,7 +66,7 @@ def test_help_names_input_formats_and_defaults(command: str) -> None:
         if action.option_strings and action.dest not in ("help", "redact", "output", "json", "history") and action.help:
             assert "default" in action.help or action.required, f"{command} {action.option_strings[0]} names no default"
     if command in ("assemble", "serve"):
-        for fmt in ("raw SSE", "JSON Lines", "HAR", "AWS event stream", "gzip"):
+        for fmt in ("raw SSE", "JSON Lines", "JSON array", "HAR", "AWS event stream", "gzip"):
             assert fmt in text, fmt
     if command == "assemble":
         assert "- to read standard input" in text

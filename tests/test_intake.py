@@ -95,3 +95,36 @@ def test_a_credential_echoed_in_an_event_stream_payload_is_scrubbed() -> None:
     assert secret not in json.dumps([e.data for e in got]) and "[redacted]" in json.dumps([e.data for e in got])
     session = _live([encode_events(events)], secrets=[secret])
     assert session.status is Status.FINISHED and session.pipeline.dialect == "bedrock-converse"
+
+
+def _array_of(scenario: str, dialect: str, pairs: bool) -> bytes:
+    from assembler.capture import read_capture
+    from assembler.mockwire import scenario_events
+
+    events = read_capture(b"".join(scenario_events(scenario, dialect)))
+    if pairs:
+        return json.dumps([{"event": e.event, "data": e.data} if e.event else {"data": e.data} for e in events], indent=1).encode()
+    return json.dumps([e.data for e in events if e.data != "[DONE]"]).encode()
+
+
+@pytest.mark.parametrize(("dialect", "pairs"), [("openai-chat", False), ("openai-chat", True), ("anthropic", False), ("anthropic", True)])
+def test_a_json_array_of_events_assembles_as_the_stream(dialect: str, pairs: bool, tmp_path: Path) -> None:
+    from assembler import latch
+    from assembler.mockwire import scenario_events
+
+    wire = tmp_path / "wire.sse"
+    wire.write_bytes(b"".join(scenario_events("parallel", dialect)))
+    array = tmp_path / "events.json"
+    array.write_bytes(_array_of("parallel", dialect, pairs))
+    want = _calls([r for _, r in assemble_path(wire)])
+    assert _calls([r for _, r in assemble_path(array)]) == want
+    s = latch(_splits(array.read_bytes(), 3))
+    for _ in s:
+        pass
+    assert _calls(list(s.turn.streams)) == want and s.turn.end == "complete"
+
+
+def test_an_unreadable_json_array_is_named() -> None:
+    decoder = PushDecoder("cap.json")
+    (event,) = decoder.feed(b'[{"a": 1},') + decoder.close()
+    assert event.error is not None and event.error.startswith("cap.json:1 (byte 0): the JSON array cannot be read")
