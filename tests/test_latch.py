@@ -299,3 +299,35 @@ def test_bad_arguments_are_refused_at_once() -> None:
 
 async def openai_like_async() -> AsyncIterator[bytes]:
     yield b""
+
+
+def test_a_dropped_connection_raises_through_and_cancels(mock_base: str) -> None:
+    client = openai.OpenAI(base_url=mock_base + "/v1", api_key="test", max_retries=0, default_query={"drop": "4"})
+    stream = client.chat.completions.create(model="single", messages=USER, stream=True)  # type: ignore[arg-type]
+    s = latch(stream)
+    with pytest.raises(Exception) as raised:
+        for _ in s:
+            pass
+    assert not isinstance(raised.value, AssertionError)
+    assert s.turn.end == "cancelled" and s.turn.committed == () and [r.content.split(":")[0] for r in s.turn.results] == ["cancelled"]
+
+
+def test_a_stream_without_its_normal_end_commits_nothing(mock_base: str) -> None:
+    client = anthropic.Anthropic(base_url=mock_base, api_key="test", max_retries=0)
+    stream = client.messages.create(model="truncated", max_tokens=64, messages=USER, stream=True)  # type: ignore[arg-type]
+    s = latch(stream)
+    for _ in s:
+        pass
+    assert s.turn.end == "truncated" and s.turn.committed == ()
+    assert [r.content.split(":")[0] for r in s.turn.results] == ["stream_truncated"]
+
+
+def test_raw_bytes_from_httpx_rechunked_at_random(mock_base: str) -> None:
+    import httpx
+
+    body = {"model": "parallel", "stream": True, "messages": USER}
+    with httpx.stream("POST", f"{mock_base}/v1/responses?chunk=5", json=body) as response:
+        s = latch(response.iter_bytes())
+        for _ in s:
+            pass
+    assert s.turn.dialect == "openai-responses" and [c.name for c in s.turn.committed] == ["get_weather", "run_sql"]
