@@ -127,3 +127,13 @@ def test_same_host_and_origin_rules_as_every_write() -> None:
         assert client.post("/api/mirror", json={}, headers={"origin": "http://evil.example"}).status_code == 403
         assert client.post("/api/mirror", json={}, headers={"host": "evil.example"}).status_code == 400
         assert client.post("/api/mirror", json={}).status_code == 201
+
+
+def test_the_page_says_where_the_stream_runs_and_stop_does_not_pretend(dashboard: str) -> None:
+    _, doc, page = _mirrored(dashboard, "single", "anthropic")
+    assert "mirrored from latch() in the agent's process" in page and "live through the proxy" not in page
+    assert "sends no bytes" in page
+    sid = doc["id"]
+    answer = httpx.post(f"{dashboard}/sessions/{sid}/control", data={"action": "cancel"}, headers={"accept": "application/json"})
+    assert answer.status_code < 500
+    assert httpx.get(f"{dashboard}/api/sessions/{sid}").json()["status"] == "finished"

@@ -214,6 +214,7 @@ class MirrorSource(LiveSource):
     """A mirrored stream's source: the tool names the agent registered, no bytes, no request."""
 
     kind = "live"
+    mirrored = True
 
     def __init__(self, dialect: str | None, tools: list[str] | None) -> None:
         request = {"tools": [{"name": n} for n in tools]} if tools else None
