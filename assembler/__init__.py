@@ -1,6 +1,8 @@
 """toollatch's assembler: streamed tool calls in, latched verdicts out.
 
-A pure library: it imports no web framework.
+A pure library: it imports no web framework. The agent developer's entry point is
+:func:`latch` (``assembler/latch.py``, see ``docs/library.md``): the latch around an SDK
+stream or raw response bytes.
 """
 
 from .assembler import Assembler

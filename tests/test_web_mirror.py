@@ -137,3 +137,52 @@ def test_the_page_says_where_the_stream_runs_and_stop_does_not_pretend(dashboard
     answer = httpx.post(f"{dashboard}/sessions/{sid}/control", data={"action": "cancel"}, headers={"accept": "application/json"})
     assert answer.status_code < 500
     assert httpx.get(f"{dashboard}/api/sessions/{sid}").json()["status"] == "finished"
+
+
+def test_the_session_fills_while_the_stream_runs_and_shows_no_text_before_commit(dashboard: str) -> None:
+    import threading
+
+    from .test_web_live import canary_pieces
+
+    wire = scenario_events("canary", "openai-chat")
+    half, resume = len(wire) // 2, threading.Event()
+
+    def source() -> Iterator[bytes]:
+        yield from wire[:half]
+        resume.wait(10)
+        yield from wire[half:]
+
+    s = latch(source(), dashboard=dashboard)
+    reader = threading.Thread(target=lambda: [None for _ in s], daemon=True)
+    reader.start()
+    try:
+        mirror: Mirror = s._mirror  # type: ignore[attr-defined]
+        wait_for(lambda: mirror.session, what="the mirrored session")
+        doc = wait_for(lambda: (d := httpx.get(f"{dashboard}/api/sessions/{mirror.session}").json())["calls"] and d["calls"][0]["bytes"] and d, what="an open call")
+        assert doc["status"] == "playing" and doc["calls"][0]["state"] == "open"
+        shown = httpx.get(f"{dashboard}/api/sessions/{mirror.session}").text + httpx.get(f"{dashboard}/sessions/{mirror.session}").text
+        assert CANARY_SECRET not in shown and not any(piece in shown for piece in canary_pieces())
+    finally:
+        resume.set()
+        reader.join(10)
+    assert s.turn.end == "complete"
+
+
+def test_an_async_stream_is_mirrored_too(dashboard: str) -> None:
+    import asyncio
+
+    async def source() -> Any:
+        for piece in scenario_events("parallel", "anthropic"):
+            yield piece
+
+    async def run() -> Any:
+        s = latch(source(), dashboard=dashboard)
+        async for _ in s:
+            pass
+        return s
+
+    s = asyncio.run(run())
+    mirror: Mirror = s._mirror  # type: ignore[attr-defined]
+    assert mirror.done.wait(10) and mirror.dropped == 0
+    doc = wait_for(lambda: (d := httpx.get(f"{dashboard}/api/sessions/{mirror.session}").json())["status"] == "finished" and d, what="the end")
+    assert [c["state"] for c in doc["calls"]] == ["committed", "committed"]
