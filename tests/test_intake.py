@@ -128,3 +128,38 @@ def test_an_unreadable_json_array_is_named() -> None:
     decoder = PushDecoder("cap.json")
     (event,) = decoder.feed(b'[{"a": 1},') + decoder.close()
     assert event.error is not None and event.error.startswith("cap.json:1 (byte 0): the JSON array cannot be read")
+
+
+@pytest.mark.parametrize("path", BEDROCK[:2], ids=lambda p: p.name)
+def test_a_bedrock_event_stream_through_the_proxy_assembles_as_from_a_file(path: Path, tmp_path: Path) -> None:
+    import httpx
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    from web import Settings, create_app
+
+    from .test_live_server import finished, newest_live, serve
+
+    require_shared(CAPTURES)
+    wire = _eventstream(path)
+
+    async def converse(request: Request) -> StreamingResponse:
+        async def body():  # type: ignore[no-untyped-def]
+            for piece in _splits(wire, 11):
+                yield piece
+
+        return StreamingResponse(body(), media_type="application/vnd.amazon.eventstream")
+
+    upstream = Starlette(routes=[Route("/model/{model}/converse-stream", converse, methods=["POST"])])
+    saved = tmp_path / "stream.bin"
+    saved.write_bytes(wire)
+    want = [r for _, r in assemble_path(saved)]
+    with serve(upstream) as remote, serve(create_app(Settings(upstreams={"bedrock": remote}, data_dir=tmp_path / "data"))) as base:
+        answer = httpx.post(f"{base}/proxy/bedrock/model/amazon.nova-micro-v1:0/converse-stream", json={"messages": []}, timeout=10)
+        assert answer.content == wire  # forwarded byte for byte
+        doc = finished(base, newest_live(base))
+    assert doc["status"] == "finished" and doc["error"] is None and doc["dialect"] == want[0].dialect
+    got = [(c["name"], c["call_id"], c["state"], c["reason"], c["arguments"]) for r in doc["streams"] for c in r["calls"]]
+    assert got == [(n, i, s, r, a) for n, i, s, r, a in _calls(want)]
