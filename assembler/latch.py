@@ -114,6 +114,11 @@ def _plain(item: Any) -> Any:
     return item
 
 
+#: Event types openai's ``chat.completions.stream()`` helper adds of its own (built from
+#: the chunks it also yields as ``{"type": "chunk"}`` events): passed on, not assembled.
+_HELPER_EVENTS = ("content.", "refusal.", "tool_calls.", "logprobs.")
+
+
 class Latched:
     """What :func:`latch` returns: iterate it (``for`` or ``async for``) for the source's
     items, then read :attr:`turn`. Also a context manager (``with`` / ``async with``),
@@ -241,6 +246,11 @@ class Latched:
             if not isinstance(data, dict):
                 self._error = f"latch: item {self._count + 1} is a {type(item).__name__}, not an SDK event, a JSON object or bytes"
                 return
+            kind = data.get("type")
+            if kind == "chunk" and isinstance(data.get("chunk"), dict):
+                data = data["chunk"]  # openai's chat.completions.stream() helper: the chunk it wraps
+            elif isinstance(kind, str) and kind.startswith(_HELPER_EVENTS) and "choices" not in data:
+                return  # the helper's own events, made from chunks it also yields
             self._count += 1
             kind = data.get("type")
             events = [ProviderEvent(kind if isinstance(kind, str) else None, data, self._count, 0)]

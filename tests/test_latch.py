@@ -331,3 +331,21 @@ def test_raw_bytes_from_httpx_rechunked_at_random(mock_base: str) -> None:
         for _ in s:
             pass
     assert s.turn.dialect == "openai-responses" and [c.name for c in s.turn.committed] == ["get_weather", "run_sql"]
+
+
+def test_openai_chat_stream_helper(mock_base: str) -> None:
+    client = openai.OpenAI(base_url=mock_base + "/v1", api_key="test", max_retries=0)
+    with client.chat.completions.stream(model="parallel", messages=USER, tools=CHAT_TOOLS) as helper:  # type: ignore[arg-type]
+        s = latch(helper, tools=CHAT_TOOLS)
+        kinds = {event.type for event in s}
+    assert {"chunk", "tool_calls.function.arguments.delta"} <= kinds  # passed on, every one
+    assert s.turn.end == "complete" and [c.name for c in s.turn.committed] == ["get_weather", "run_sql"]
+
+
+def test_openai_responses_stream_helper(mock_base: str) -> None:
+    client = openai.OpenAI(base_url=mock_base + "/v1", api_key="test", max_retries=0)
+    with client.responses.stream(model="single", input="hi", tools=RESPONSES_TOOLS) as helper:  # type: ignore[arg-type]
+        s = latch(helper, tools=RESPONSES_TOOLS)
+        for _ in s:
+            pass
+    assert s.turn.end == "complete" and [(c.name, c.arguments) for c in s.turn.committed] == [("get_weather", {"city": "Oslo", "unit": "celsius"})]
