@@ -186,3 +186,19 @@ def test_an_async_stream_is_mirrored_too(dashboard: str) -> None:
     assert mirror.done.wait(10) and mirror.dropped == 0
     doc = wait_for(lambda: (d := httpx.get(f"{dashboard}/api/sessions/{mirror.session}").json())["status"] == "finished" and d, what="the end")
     assert [c["state"] for c in doc["calls"]] == ["committed", "committed"]
+
+
+def test_a_dashboard_that_never_answers_is_given_up_on_and_counted() -> None:
+    import socket
+
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        wire = scenario_events("parallel", "openai-chat")
+        s = latch(iter(wire), dashboard=url)
+        s._mirror.timeout = 0.3  # type: ignore[attr-defined]
+        assert list(s) == wire and len(s.turn.committed) == 2  # the turn is there before the dashboard answered
+        mirror: Mirror = s._mirror  # type: ignore[attr-defined]
+        assert mirror.done.wait(10)
+    assert mirror.session is None and s.mirror_dropped > 0
