@@ -184,15 +184,19 @@ class Latched:
 
     def __iter__(self) -> Iterator[Any]:
         if not hasattr(self._source, "__iter__"):
-            raise TypeError(f"latch: {type(self._source).__name__} is read with 'async for', not 'for'")
+            raise TypeError(self._not_iterable("__aiter__", "is read with 'async for', not 'for'"))
         return self._run_sync()
 
     def __aiter__(self) -> AsyncIterator[Any]:
         if not hasattr(self._source, "__aiter__"):
-            if hasattr(self._source, "__iter__"):
-                raise TypeError(f"latch: {type(self._source).__name__} is read with 'for', not 'async for'")
-            raise TypeError(f"latch: {type(self._source).__name__} cannot be iterated")
+            raise TypeError(self._not_iterable("__iter__", "is read with 'for', not 'async for'"))
         return self._run_async()
+
+    def _not_iterable(self, other: str, wrong_way: str) -> str:
+        name = type(self._source).__name__
+        if hasattr(self._source, other):
+            return f"latch: {name} {wrong_way}"
+        return f"latch: {name} cannot be iterated: pass the SDK's stream, or raw bytes such as response.iter_bytes()"
 
     def _run_sync(self) -> Iterator[Any]:
         self._begin()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -220,7 +221,7 @@ def test_raw_bytes_of_every_capture_assemble_as_from_the_file(path: Path) -> Non
     registry = ToolRegistry.load(tools) if tools else None
     want = _comparable([r for _, r in assemble_path(path, registry=registry)])
     data = path.read_bytes()
-    tools_doc = __import__("json").loads(tools.read_text()) if tools else None
+    tools_doc = json.loads(tools.read_text()) if tools else None
     pieces = [data[i : i + 7] for i in range(0, len(data), 7)]
     s = latch(iter(pieces), tools=tools_doc)
     assert b"".join(s) == data  # passed on unchanged
@@ -295,6 +296,8 @@ def test_bad_arguments_are_refused_at_once() -> None:
         latch([], dashboard="http://example.com:8765")
     with pytest.raises(TypeError, match="async for"):
         iter(latch(openai_like_async()))
+    with pytest.raises(TypeError, match="iter_bytes"):
+        iter(latch(object()))
 
 
 async def openai_like_async() -> AsyncIterator[bytes]:
