@@ -59,7 +59,8 @@ def test_openai_chat_sync_commits_both_parallel_calls(mock_base: str) -> None:
     assert turn.dialect == "openai-chat" and turn.end == "complete"
     assert [(c.name, c.arguments) for c in turn.committed] == [("get_weather", {"city": "Tromsø", "unit": "celsius"}), ("run_sql", turn.committed[1].arguments)]
     assert turn.committed[1].arguments["database"] == "billing" and turn.results == ()
-    history = turn.history({c.call_id: "ok" for c in turn.committed})
+    assert [c.id for c in turn.committed] == [c.call_id for c in turn.committed] and all(turn.committed)
+    history = turn.history({c.id: "ok" for c in turn.committed})
     assert history[0]["role"] == "assistant" and [m["role"] for m in history[1:]] == ["tool", "tool"]
     assert check_protocol(history) == []
 
