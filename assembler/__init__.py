@@ -1,12 +1,15 @@
 """toollatch's assembler: streamed tool calls in, latched verdicts out.
 
-A pure library: it imports no web framework.
+A pure library: it imports no web framework. The agent developer's entry point is
+:func:`latch` (``assembler/latch.py``, see ``docs/library.md``): the latch around an SDK
+stream or raw response bytes.
 """
 
 from .assembler import Assembler
 from .capture import CaptureError, ProviderEvent, iter_capture, iter_file, read_capture
 from .config import AssembleConfig, ConfigError
 from .finalize import StrictJSONError, strict_loads
+from .latch import Latched, Turn, latch
 from .model import (
     CallOutcome,
     CallState,
@@ -34,6 +37,7 @@ __all__ = [
     "CommittedCall",
     "ConfigError",
     "IllegalTransition",
+    "Latched",
     "Pipeline",
     "ProviderEvent",
     "Reason",
@@ -44,9 +48,11 @@ __all__ = [
     "StrictJSONError",
     "ToolRegistry",
     "ToolResult",
+    "Turn",
     "assemble_events",
     "iter_capture",
     "iter_file",
+    "latch",
     "read_capture",
     "strict_loads",
 ]

@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import struct
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -151,7 +151,7 @@ def _iter_jsonl(head: bytes, rest: Iterator[bytes], name: str, lines: int = 0, s
         yield last
 
 
-def _jsonl_line(raw: bytes, name: str, line: int, offset: int) -> ProviderEvent:
+def _jsonl_line(raw: bytes, name: str, line: int, offset: int, scrub: Callable[[str], str] | None = None) -> ProviderEvent:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -159,7 +159,7 @@ def _jsonl_line(raw: bytes, name: str, line: int, offset: int) -> ProviderEvent:
         return ProviderEvent(None, None, line, offset, f"{where}: not UTF-8")
     if line == 1:
         text = text.removeprefix("\ufeff")
-    return _parse_payload(text, None, name, line, offset)
+    return _parse_payload(scrub(text) if scrub is not None else text, None, name, line, offset)
 
 
 def _iter_eventstream(head: bytes, rest: Iterator[bytes], name: str) -> Iterator[ProviderEvent]:
@@ -184,8 +184,9 @@ class _EventStreamReader:
     the validated prelude gives - so every input byte is copied a constant number of times.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, scrub: Callable[[str], str] | None = None) -> None:
         self._name = name
+        self._scrub = scrub  # applied to each payload's text before it is parsed
         self._buffer = EventStreamBuffer()
         self._pending: list[bytes] = []
         self._have = 0  # bytes in _pending
@@ -272,6 +273,8 @@ class _EventStreamReader:
         payload: bytes = message.payload
         try:
             text = payload.decode("utf-8")
+            if self._scrub is not None:
+                text = self._scrub(text)
             body = json.loads(text) if payload else {}
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError too
             msg = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else json_problem(exc)
@@ -288,31 +291,15 @@ def _chain(head: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
 def iter_capture(chunks: Iterable[bytes], name: str = "<input>") -> Iterator[ProviderEvent]:
     """Provider events of a capture given as byte chunks (any split), in bounded memory.
 
-    The framing is detected from the first bytes: an AWS event-stream prelude (see
+    The framing is detected from the first bytes: a gzip member is inflated first; HTTP
+    heads in front (``curl -i``) are skipped; an AWS event-stream prelude (see
     :func:`is_eventstream`) means the binary event stream; otherwise the first non-blank
-    byte ``{`` means JSON Lines, anything else SSE.
+    byte ``{`` means JSON Lines, anything else SSE. The decoding is
+    :class:`assembler.intake.PushDecoder`'s, the one every intake uses.
     """
-    it = iter(chunks)
-    head = b""
-    lines = skipped = 0  # of an HTTP head in front (curl -i), so positions stay file positions
-    for chunk in it:
-        head += chunk
-        if head[:1] == b"\x00" or (len(head) >= _PRELUDE and head.lstrip(_BLANK)):
-            if not head.startswith(b"HTTP/"):
-                break
-            before = head
-            head, done = _skip_http_heads(head)
-            cut = before[: len(before) - len(head)]
-            skipped += len(cut)
-            lines += cut.count(b"\n")
-            if done:
-                break
-    if is_eventstream(head):
-        yield from _iter_eventstream(head, it, name)
-    elif head.lstrip(_BLANK).startswith(b"{"):
-        yield from _iter_jsonl(head, it, name, lines, skipped)
-    else:
-        yield from _iter_sse(head, it, name, lines, skipped)
+    from .intake import iter_pushed  # intake builds on this module's framings
+
+    return iter_pushed(chunks, name)
 
 
 def _skip_http_heads(head: bytes) -> tuple[bytes, bool]:

@@ -1,7 +1,7 @@
 """The ``toollatch`` command: ``assemble`` a capture, ``serve`` the dashboard, or run the ``mock`` provider.
 
-``toollatch assemble PATH [--dialect NAME] [--tools FILE] [--config FILE] [--json] [--reveal] [--history]``
-exits 0 when the input was read (whatever the verdicts) and 2 with a one-line error on
+``toollatch assemble PATH|- [--dialect NAME] [--tools FILE] [--config FILE] [--json] [--reveal] [--history]``
+(``-``: standard input, read as it arrives) exits 0 when the input was read (whatever the verdicts) and 2 with a one-line error on
 stderr when it cannot be read or its dialect is not recognised.
 """
 
@@ -20,7 +20,7 @@ from .config import AssembleConfig, ConfigError
 from .dialects import ADAPTERS
 from .history import build_history
 from .har import is_har
-from .inputs import SNIFF, assemble_path
+from .inputs import SNIFF, assemble_path, assemble_stream
 from .model import StreamResult
 from .registry import RegistryError, ToolRegistry
 from .untrusted import short
@@ -43,13 +43,17 @@ def run_assemble(args: argparse.Namespace) -> int:
         config = _load_config(args.config)
         registry = ToolRegistry.load(Path(args.tools)) if args.tools else None
         path = Path(args.path)
-        sourced = assemble_path(path, dialect=args.dialect, config=config, registry=registry, reveal=args.reveal)
+        options: dict[str, Any] = {"dialect": args.dialect, "config": config, "registry": registry, "reveal": args.reveal}
+        if args.path == "-":  # standard input, as it arrives: curl -N ... | toollatch assemble -
+            sourced = assemble_stream(sys.stdin.buffer, "<stdin>", **options)
+        else:
+            sourced = assemble_path(path, **options)
     except (CaptureError, ConfigError, RegistryError) as exc:
         return _fail(str(exc))
     results = [r for _, r in sourced]
     if args.json:
         streams = [{"source": name, **r.to_json(), "history": build_history(r)} for name, r in sourced]
-        doc: dict[str, Any] = {"source": str(path), "streams": streams}
+        doc: dict[str, Any] = {"source": "<stdin>" if args.path == "-" else str(path), "streams": streams}
         _write(jsontext.dumps(doc, indent=1, allow_nan=False) + "\n")
     elif args.history:
         histories = [build_history(r) for r in results]
@@ -248,17 +252,35 @@ def run_mock(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The input formats every reading command takes, detected from the first bytes.
+INPUT_FORMATS = (
+    "raw SSE as curl -N prints it (with or without the curl -i head), JSON Lines of provider events, "
+    "a JSON array of provider events, a HAR 1.2 export (each streaming entry on its own), "
+    "or a binary AWS event stream (Bedrock); "
+    "any of them gzip-compressed"
+)
+_DIALECT_HELP = "skip detection (default: detected from the first events)"
+_CONFIG_HELP = "YAML file with an agent_stream_assemble section (default: the built-in limits, docs/dashboard.md)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toollatch", description="Strict streaming tool-call assembler.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    asm = sub.add_parser("assemble", help="assemble the tool calls of a recorded stream")
-    asm.add_argument("path", help="capture file: raw SSE (curl -N), JSON Lines, or a binary AWS event stream")
-    asm.add_argument("--dialect", choices=sorted(ADAPTERS), help="skip detection")
-    asm.add_argument("--tools", help="JSON file with the request's tools array (OpenAI or Anthropic)")
-    asm.add_argument("--config", help="YAML file with an agent_stream_assemble section")
-    asm.add_argument("--json", action="store_true", help="print one JSON document")
-    asm.add_argument("--reveal", action="store_true", help="allow reasons to quote argument text")
+    asm = sub.add_parser(
+        "assemble",
+        help="assemble the tool calls of a recorded stream",
+        description=f"Assemble the tool calls of a recorded stream. Input: {INPUT_FORMATS}. "
+        "Output (default): one table row per call, no argument text. Exits 0 when the input was read, 2 when it cannot be.",
+        epilog="Example: curl -N https://... | toollatch assemble -",
+    )
+    asm.add_argument("path", help="capture file, or - to read standard input as it arrives")
+    asm.add_argument("--dialect", choices=sorted(ADAPTERS), help=_DIALECT_HELP)
+    asm.add_argument("--tools", help="JSON file with the request's tools array, OpenAI or Anthropic shape (default: none; names and schemas are not checked, a HAR entry uses its request's tools)")
+    asm.add_argument("--config", help=_CONFIG_HELP)
+    asm.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    asm.add_argument("--reveal", action="store_true", help="allow reasons to quote argument text (default: never)")
     asm.add_argument(
         "--history",
         action="store_true",
@@ -266,32 +288,57 @@ def build_parser() -> argparse.ArgumentParser:
     )
     asm.set_defaults(func=run_assemble)
 
-    exp = sub.add_parser("export", help="write a redacted reproducer, a JSON report and a Markdown summary")
+    exp = sub.add_parser(
+        "export",
+        help="write a redacted reproducer, a JSON report and a Markdown summary",
+        description="Write a redacted reproducer of one stream, with a JSON report and a Markdown summary beside it. "
+        "Input: raw SSE as curl -N prints it (with or without the curl -i head), JSON Lines of provider events, "
+        "or a binary AWS event stream (Bedrock); not a HAR export (export one entry's body) and not gzip-compressed.",
+    )
     exp.add_argument("--redact", action="store_true", required=True, help="replace argument and text strings (required)")
     exp.add_argument("path", help="capture file")
     exp.add_argument("-o", "--output", required=True, help="reproducer to write (OUT.report.json and OUT.md beside it)")
-    exp.add_argument("--dialect", choices=sorted(ADAPTERS), help="skip detection")
+    exp.add_argument("--dialect", choices=sorted(ADAPTERS), help=_DIALECT_HELP)
     exp.set_defaults(func=run_export)
 
-    srv = sub.add_parser("serve", help="run the dashboard")
-    srv.add_argument("--host", default="127.0.0.1")
-    srv.add_argument("--port", type=int, default=8765)
+    srv = sub.add_parser(
+        "serve",
+        help="run the dashboard",
+        description=f"Run the dashboard: demos, captures, uploads ({INPUT_FORMATS}), the recording proxy at /proxy/NAME/, "
+        "and live sessions mirrored from toollatch.latch(..., dashboard=URL).",
+    )
+    srv.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
+    srv.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
     srv.add_argument("--captures", help="folder of captures to list (default: $TOOLLATCH_SHARED/captures if present)")
-    srv.add_argument("--config", help="YAML file with an agent_stream_assemble section")
+    srv.add_argument("--config", help=_CONFIG_HELP)
     srv.add_argument("--data-dir", help="where stored sources live (default: $TOOLLATCH_DATA_DIR or the user data dir)")
-    srv.add_argument("--upstream", action="append", metavar="NAME=URL", help="a proxy upstream: /proxy/NAME/... goes to URL/... (repeatable)")
-    srv.add_argument("--api-key-env", action="append", metavar="NAME=VAR", help="direct connect reads upstream NAME's API key from $VAR")
+    srv.add_argument("--upstream", action="append", metavar="NAME=URL", help="a proxy upstream: /proxy/NAME/... goes to URL/... (repeatable; default: openai and anthropic go to the built-in mock)")
+    srv.add_argument("--api-key-env", action="append", metavar="NAME=VAR", help="direct connect reads upstream NAME's API key from $VAR (default: none)")
     srv.add_argument("--mock-delay", type=float, help="seconds between the built-in mock's writes (default $TOOLLATCH_MOCK_DELAY or 0.02)")
     srv.set_defaults(func=run_serve)
 
-    mck = sub.add_parser("mock", help="run the built-in mock provider alone (OpenAI Chat, Responses, Anthropic)")
-    mck.add_argument("--host", default="127.0.0.1")
-    mck.add_argument("--port", type=int, default=8766)
+    mck = sub.add_parser(
+        "mock",
+        help="run the built-in mock provider alone (OpenAI Chat, Responses, Anthropic)",
+        description="Run the built-in mock provider alone: /v1/chat/completions, /v1/responses, /v1/messages; "
+        "the request's model names a demo scenario or a capture (GET /api/scenarios). No key, no network.",
+    )
+    mck.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    mck.add_argument("--port", type=int, default=8766, help="port (default: 8766)")
     mck.add_argument("--captures", help="folder of captures it also serves (default: $TOOLLATCH_SHARED/captures if present)")
     mck.add_argument("--delay", type=float, help="seconds between writes (default $TOOLLATCH_MOCK_DELAY or 0.02)")
-    mck.add_argument("--rechunk", type=int, metavar="SEED", help="re-chunk bodies at random byte positions (seeded)")
+    mck.add_argument("--rechunk", type=int, metavar="SEED", help="re-chunk bodies at random byte positions (seeded; default: one provider event a write)")
     mck.set_defaults(func=run_mock)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toollatch")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,9 +7,11 @@ the ``tools`` of its request as the registry unless one is given).
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
+from typing import BinaryIO
 
-from .capture import CaptureError, iter_capture, iter_file
+from .capture import _READ_SIZE, CaptureError, iter_capture
 from .config import AssembleConfig
 from .har import is_har, read_har
 from .model import StreamResult
@@ -33,14 +35,33 @@ def assemble_path(
     Raises :class:`CaptureError` when the file cannot be read or holds no known stream.
     """
     try:
-        with path.open("rb") as handle:
-            head = handle.read(SNIFF)
+        handle = path.open("rb")
     except OSError as exc:
         raise CaptureError(f"{path}: cannot open: {exc.strerror}") from None
+    with handle:
+        return assemble_stream(handle, str(path), dialect=dialect, config=config, registry=registry, reveal=reveal)
+
+
+def assemble_stream(
+    handle: BinaryIO,
+    name: str,
+    *,
+    dialect: str | None = None,
+    config: AssembleConfig | None = None,
+    registry: ToolRegistry | None = None,
+    reveal: bool = False,
+) -> list[tuple[str, StreamResult]]:
+    """Assemble every stream read from ``handle`` (a file, or standard input as ``curl -N``
+    writes it), in 16 KiB reads as they arrive; a HAR export is read whole. ``name`` names
+    the input in errors. Raises :class:`CaptureError` as :func:`assemble_path` does."""
+    try:
+        head = _read_head(handle)
+    except OSError as exc:
+        raise CaptureError(f"{name}: cannot read: {exc.strerror}") from None
     if is_har(head):
-        entries = read_har(path.read_bytes(), str(path))
+        entries = read_har(head + handle.read(), name)
         if not entries:
-            raise CaptureError(f"{path}: the HAR export has no streaming entry")
+            raise CaptureError(f"{name}: the HAR export has no streaming entry")
         out: list[tuple[str, StreamResult]] = []
         for entry in entries:
             own = registry
@@ -55,8 +76,31 @@ def assemble_path(
             pipeline.close()
             out += [(f"{entry.name} {entry.method} {entry.url}", r) for r in pipeline.results()]
         return out
-    pipeline = Pipeline(dialect, config=config, registry=registry, reveal=reveal, name=str(path), emit_events=False)
-    for event in iter_file(path):
+    pipeline = Pipeline(dialect, config=config, registry=registry, reveal=reveal, name=name, emit_events=False)
+    rest = iter(lambda: _read1(handle), b"")
+    for event in iter_capture(itertools.chain([head] if head else [], rest), name):
         pipeline.feed(event)
     pipeline.close()
-    return [(str(path), r) for r in pipeline.results()]
+    return [(name, r) for r in pipeline.results()]
+
+
+def _read1(handle: BinaryIO) -> bytes:
+    """What is there, up to 16 KiB (a pipe's bytes as they arrive, not a full read)."""
+    read1 = getattr(handle, "read1", None)
+    return read1(_READ_SIZE) if read1 is not None else handle.read(_READ_SIZE)
+
+
+def _read_head(handle: BinaryIO) -> bytes:
+    """Up to :data:`SNIFF` bytes, enough to tell a HAR document, without waiting on a pipe
+    for more than a HAR needs: reading stops at the first line end past the first byte."""
+    head = b""
+    while len(head) < SNIFF:
+        piece = _read1(handle)
+        if not piece:
+            break
+        head += piece
+        if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and head.strip():
+            break  # not JSON: no HAR, start assembling
+        if b"\n" in head.lstrip() and not is_har(head) and b'"log"' not in head:
+            break
+    return head

@@ -308,6 +308,11 @@ class CommittedCall:
     arguments: Any
     executor: Executor = "client"
 
+    @property
+    def id(self) -> str:
+        """``call_id``, by the name the SDKs give it (``tool_call.id``, ``tool_use.id``)."""
+        return self.call_id
+
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:

@@ -3,6 +3,8 @@ event streams; format detection, cut-off files, errors that name file, line and 
 
 from __future__ import annotations
 
+import gzip
+
 import asyncio
 import html
 import io
@@ -67,6 +69,25 @@ def test_detect_format() -> None:
     assert detect_format(b"HTTP/1.1 200 OK\r\n\r\n" + jsonl(SSE)) == "http+jsonl"
     assert detect_format(har(SSE)) == "har"
     assert detect_format(encode_events([{"messageStart": {"role": "assistant"}}])) == "eventstream"
+    assert detect_format(gzip.compress(SSE)) == "gzip"
+    assert detect_format(b' [{"choices": []}]') == "json-array"
+
+
+@pytest.mark.parametrize("form", ["gzip", "json-array"])
+def test_gzip_and_json_array_uploads_assemble_like_the_sse(form: str, tmp_path: Path) -> None:
+    from assembler.capture import read_capture
+    from assembler.config import AssembleConfig
+    from web.ingest import ingest
+    from web.store import Store
+
+    data = gzip.compress(SSE) if form == "gzip" else json.dumps([e.data for e in read_capture(SSE) if e.data != "[DONE]"]).encode()
+    store = Store(tmp_path)
+    try:
+        (plain,) = ingest("a.sse", SSE, None, "", AssembleConfig(), store)
+        (other,) = ingest(f"a.{form}", data, None, "", AssembleConfig(), store)
+    finally:
+        store.close()
+    assert other.count > 0 and other.dialect == plain.dialect
 
 
 def test_cut_tail_finds_the_incomplete_line_or_event() -> None:

@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from . import api, follow, library, observe, pages, triage_routes, ws
+from . import api, follow, library, mirror, observe, pages, triage_routes, ws
 from .fanout import Clock, Sleep
 from .security import NoFramingMiddleware, SameOriginMiddleware, client_disconnected
 from .server import SERVER_OPTIONS, DateMiddleware
@@ -137,6 +137,7 @@ def create_app(
     app.include_router(follow.build_router(store, renderer))  # the session list refreshed, "watch the next live stream"
     app.include_router(api.build_router(settings, store))
     app.include_router(ws.build_router(store))
+    app.include_router(mirror.build_router(store))  # streams latched in an agent's process (toollatch.latch(dashboard=))
     app.include_router(observe.build_router(settings, store.metrics, renderer))
     app.include_router(library.build_router(settings, store, sources, renderer))  # stored sources
     app.include_router(triage_routes.build_router(settings, store, sources, renderer))  # triage, exports, compare

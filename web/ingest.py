@@ -1,8 +1,9 @@
 """Bug-report captures in: uploads and pastes → stored sources → replayable sessions.
 
 Accepted inputs, detected from the first bytes (:func:`detect_format`): raw SSE (with or
-without the HTTP head ``curl -i`` prints: the head is never stored), JSON Lines, the AWS binary event stream
-(Bedrock) and HAR 1.2 exports. A HAR export is split into its streaming entries; each
+without the HTTP head ``curl -i`` prints: the head is never stored), JSON Lines, a JSON array
+of provider events, the AWS binary event stream (Bedrock), any of these gzip-compressed, and
+HAR 1.2 exports. A HAR export is split into its streaming entries; each
 becomes its own source, with its request's ``tools`` as the registry. Of a HAR, only the
 response bodies and the tools are kept: never headers, cookies or query strings.
 
@@ -54,6 +55,9 @@ FORMAT_LABELS = {
     "http+jsonl": "JSON Lines with an HTTP head (curl -i)",
     "eventstream": "AWS binary event stream",
     "har": "HAR export",
+    "json-array": "JSON array of provider events",
+    "http+json-array": "JSON array of provider events with an HTTP head (curl -i)",
+    "gzip": "gzip-compressed capture",
 }
 
 
@@ -91,10 +95,12 @@ def detect_format(data: bytes) -> str:
         return "har"
     if is_eventstream(head):
         return "eventstream"
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"  # inflated as it is read (assembler.intake); no tail is cut from it
     start = _body_start(head)
     prefix = "http+" if start else ""
     body = head[start:].lstrip(b"\xef\xbb\xbf \t\r\n")
-    return prefix + ("jsonl" if body.startswith(b"{") else "sse")
+    return prefix + ("jsonl" if body.startswith(b"{") else "json-array" if body.startswith(b"[") else "sse")
 
 
 def cut_tail(data: bytes, fmt: str) -> CutTail | None:

@@ -91,6 +91,7 @@ class LiveSource:
 
     kind = "live"
     cancel_after: int | None = None
+    mirrored = False  # True for a stream latched in the agent's process (web.mirror)
 
     def __init__(
         self, name: str, *, upstream: str, endpoint: str, dialect: str | None, request: dict[str, Any] | None, secrets: list[str] | None = None

@@ -85,13 +85,13 @@ class LiveSessionStore(SessionStore):
     on_idle: Callable[[], None] | None = None
     _saving = 0  # recordings being checked and saved
 
-    def create_live(self, source: LiveSource) -> LiveSession:
-        """A new live session, registered with its broadcaster, status PLAYING."""
+    def create_live(self, source: LiveSource, session_class: type[LiveSession] = LiveSession) -> LiveSession:
+        """A new live session (of ``session_class``), registered with its broadcaster, status PLAYING."""
         self._evict()
         sid = _secrets.token_hex(4)
         while sid in self._sessions:
             sid = _secrets.token_hex(4)
-        session = LiveSession(sid, source, self.settings.config, self.metrics)
+        session = session_class(sid, source, self.settings.config, self.metrics)
         self._sessions[sid] = session
         self._hubs[sid] = Broadcaster(
             session,
