@@ -90,9 +90,11 @@ def test_max_tokens_before_tool_call_end_is_truncated() -> None:
     assert result.end == "truncated" and result.calls[0].state is CallState.FAILED
 
 
-def test_max_tokens_after_every_call_ended_still_latches() -> None:
+def test_max_tokens_after_every_call_ended_is_truncated_too() -> None:
+    # one rule for every dialect: output cut for length commits nothing, a complete call included
     result = run([START, *tool_call(0, "a_1", "add", ['{"a":2}']), end("MAX_TOKENS")])
-    assert result.end == "complete" and result.calls[0].arguments == {"a": 2}
+    assert result.end == "truncated" and result.calls[0].state is CallState.FAILED
+    assert result.calls[0].reason == "stream_truncated: finish_reason MAX_TOKENS"
 
 
 def test_unterminated_json_fails_invalid_json_at_normal_end() -> None:

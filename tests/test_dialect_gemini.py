@@ -217,11 +217,12 @@ def test_any_split_of_a_string_value_assembles_the_same(cuts: list[int]) -> None
     assert call.state is CallState.COMMITTED and call.arguments == {"steps": [text]}
 
 
-def test_stream_end_comes_after_the_calls_of_the_same_chunk() -> None:
+def test_stream_ends_at_the_end_of_the_body_not_at_finish_reason() -> None:
     adapter = GeminiAdapter()
     ops = adapter.feed(ProviderEvent(None, chunk(fc(name="a", args={"x": 1}), finish="STOP"), 1, 0))
-    assert [type(op).__name__ for op in ops][-3:] == ["ArgsFragment", "BlockStop", "StreamEnd"]
-    assert isinstance(ops[-1], StreamEnd) and adapter.close() == []
+    assert [type(op).__name__ for op in ops][-2:] == ["ArgsFragment", "BlockStop"]
+    assert not any(isinstance(op, StreamEnd) for op in ops)
+    assert adapter.close() == [StreamEnd("finishReason STOP")] and adapter.close() == []
 
 
 def test_oversized_streamed_arguments_fail_when_the_call_ends() -> None:

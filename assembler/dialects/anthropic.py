@@ -3,7 +3,9 @@
 Provider document: Anthropic API, "Streaming Messages": ``message_start`` →
 per content block ``content_block_start`` / ``content_block_delta`` /
 ``content_block_stop`` → ``message_delta`` → ``message_stop``; tool input arrives as
-``input_json_delta.partial_json`` fragments; an ``error`` event ends the stream.
+``input_json_delta.partial_json`` fragments; an ``error`` event ends the stream. The
+``message_delta.delta.stop_reason`` decides how ``message_stop`` ends it (:mod:`.ends`):
+``max_tokens`` is truncated, ``refusal`` an error, and then nothing commits.
 
 Calls are keyed by content-block ``index`` (see :mod:`.blocks` for an index started
 twice: a later call there gets its own key, never the earlier call's buffer). ``tool_use`` blocks are client calls;
@@ -32,12 +34,12 @@ from ..model import (
     Executor,
     Op,
     Quirk,
-    StreamEnd,
     StreamError,
     StreamStart,
     StreamTruncated,
 )
 from .base import check_strict
+from .ends import end_ops
 from .blocks import BlockKeys
 
 TOOL_BLOCKS: dict[str, Executor] = {"tool_use": "client", "server_tool_use": "server", "mcp_tool_use": "server"}
@@ -51,6 +53,7 @@ class AnthropicAdapter:
     def __init__(self) -> None:
         self._started = False
         self._ended = False
+        self._stop_reason: str | None = None
         self._blocks = BlockKeys()
 
     def feed(self, event: ProviderEvent) -> list[Op]:
@@ -84,8 +87,13 @@ class AnthropicAdapter:
             if self._ended:
                 return [Quirk("message_stop_repeated")]
             self._ended = True
-            return [StreamEnd("message_stop")]
-        return []  # ping, message_delta (stop_reason is not the end), unknown event types
+            return end_ops("stop_reason", [self._stop_reason] if self._stop_reason else [], "message_stop")
+        if kind == "message_delta":  # stop_reason is not the end: message_stop is
+            delta = data.get("delta")
+            reason = delta.get("stop_reason") if isinstance(delta, dict) else None
+            if isinstance(reason, str) and reason:
+                self._stop_reason = reason
+        return []  # ping, unknown event types
 
     def close(self) -> list[Op]:
         if self._started and not self._ended:
@@ -99,6 +107,8 @@ class AnthropicAdapter:
         self._started, self._ended = True, False
         self._blocks = BlockKeys()
         message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        reason = message.get("stop_reason")
+        self._stop_reason = reason if isinstance(reason, str) and reason else None
         ops.append(StreamStart({"message_id": message.get("id"), "model": message.get("model")}))
         content = message.get("content")
         if isinstance(content, list):

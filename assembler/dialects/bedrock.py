@@ -5,6 +5,9 @@ Provider documents: Amazon Bedrock API reference, ``ConverseStream`` (events
 ``contentBlockDelta.delta.toolUse.input`` string fragments, ``contentBlockStop``,
 ``messageStop``, ``metadata``, and the ``*Exception`` error events) and
 ``InvokeModelWithResponseStream`` (``chunk.bytes``: base64 of an Anthropic Messages event).
+``messageStop.stopReason`` (Invoke: ``stop_reason``) decides how the stream ends
+(:mod:`.ends`): ``max_tokens`` is truncated, ``guardrail_intervened`` and
+``content_filtered`` are errors, and then nothing commits.
 
 Input is one event ``{"<event type>": <payload>}``: a JSON Lines capture as the AWS SDKs
 yield decoded event-stream frames, or a raw ``application/vnd.amazon.eventstream`` body,
@@ -34,13 +37,13 @@ from ..model import (
     Executor,
     Op,
     Quirk,
-    StreamEnd,
     StreamError,
     StreamStart,
     StreamTruncated,
 )
 from .anthropic import AnthropicAdapter
 from .base import check_strict
+from .ends import end_ops
 from .blocks import BlockKeys
 
 
@@ -79,7 +82,9 @@ class BedrockConverseAdapter:
             return [BlockStop(key)] if key is not None else []
         if kind == "messageStop":
             self._ended = True
-            return [StreamEnd(f"messageStop {body.get('stopReason', '')}".strip())]
+            reason = body.get("stopReason")
+            reasons = [reason] if isinstance(reason, str) and reason else []
+            return end_ops("stopReason", reasons, f"messageStop {reason}" if reasons else "messageStop")
         if kind.endswith("Exception"):
             self._ended = True
             return [StreamError(f"{kind}: {body.get('message', '')}".rstrip(": "))]

@@ -11,8 +11,8 @@ message of a generation error).
 Calls are keyed by the event ``index`` (``(index,)``; see :mod:`.blocks` for an index
 started twice: a later call there gets its own key). ``tool-call-end`` is the block
 stop, ``message-end`` the normal end; ``finish_reason: ERROR`` (or a ``delta.error``) is
-a provider error. ``MAX_TOKENS`` while a call has not reached ``tool-call-end`` is a
-truncation. ``function.arguments`` given as a JSON value instead of a string is judged as
+a provider error. Any other ``finish_reason`` decides the end by the rule of :mod:`.ends`:
+``MAX_TOKENS`` is truncated, and then nothing commits. ``function.arguments`` given as a JSON value instead of a string is judged as
 that JSON text (quirk ``arguments_as_json_value``), after a strict re-check of its event
 (:func:`.base.check_strict`), never dropped.
 """
@@ -23,8 +23,9 @@ import json
 from typing import Any
 
 from ..capture import ProviderEvent
-from ..model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
+from ..model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamError, StreamStart, StreamTruncated
 from .base import check_strict
+from .ends import end_ops
 from .blocks import BlockKeys
 
 
@@ -111,9 +112,8 @@ class CohereAdapter:
         if reason == "ERROR" or delta.get("error"):
             detail = delta.get("error") or "provider error"
             return [StreamError(f"message-end {reason}: {detail}" if reason else f"message-end: {detail}")]
-        if reason == "MAX_TOKENS" and self._open:
-            return [StreamTruncated("message-end MAX_TOKENS before tool-call-end")]
-        return [StreamEnd(f"message-end {reason}" if reason else "message-end")]
+        reasons = [reason] if isinstance(reason, str) and reason else []
+        return end_ops("finish_reason", reasons, f"message-end {reason}" if reasons else "message-end")
 
 
 def _arguments(key: CallKey, value: Any, event: ProviderEvent, ops: list[Op]) -> None:

@@ -10,6 +10,13 @@ call starts with ``{name, willContinue: true}``; ``partialArgs[]`` entries
 follow; ``willContinue`` absent or false on a ``functionCall`` means "this is the last
 part of the FunctionCall"; the usual last part is an empty ``functionCall: {}``).
 
+End: Gemini has no end sentinel; its stream ends at the end of the body (``close``).
+Content after a ``finishReason`` frame (some models send an empty ``STOP`` frame first) is
+kept, with quirk ``content_after_finish_reason``; the end is judged by each candidate's last
+``finishReason`` by the rule of :mod:`.ends`: ``STOP`` is a normal end, ``MAX_TOKENS``
+truncated, ``SAFETY``, ``RECITATION``, ``MALFORMED_FUNCTION_CALL`` and the others the
+provider's own stop (an error); in both of the latter nothing commits.
+
 Keying: a call is ``(candidate index, n)`` where ``n`` counts that candidate's calls;
 Gemini has no stable per-call index, and a streamed call's parts arrive in order. A part
 continues the candidate's open streamed call only when it has no ``name``, no whole
@@ -57,6 +64,7 @@ from .. import jsontext
 from ..capture import ProviderEvent
 from ..model import ArgsFragment, ArgsNotStrict, BlockStop, CallKey, CallStart, CallTruncated, Op, Quirk, StreamEnd, StreamError, StreamTruncated
 from .base import strictness_fault
+from .ends import end_ops, kind_of
 
 _VALUE_FIELDS = ("numberValue", "boolValue", "nullValue")
 _SEGMENT = re.compile(r"""\.([^\W\d][\w-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
@@ -114,7 +122,7 @@ class GeminiAdapter:
                 return [StreamError(f"prompt blocked: {block}")]
             return []  # usage-only or metadata chunk
         ops: list[Op] = []
-        truncated = False
+        after_finish = False
         strict = _Strictness(event)
         for position, candidate in enumerate(candidates):
             if not isinstance(candidate, dict):
@@ -123,6 +131,8 @@ class GeminiAdapter:
             ci = ci if isinstance(ci, int) and not isinstance(ci, bool) else position
             content = candidate.get("content") if isinstance(candidate.get("content"), dict) else {}
             parts = content.get("parts") if isinstance(content.get("parts"), list) else []
+            if ci in self._finished and any(isinstance(p, dict) and any(v not in ("", None, {}) for v in p.values()) for p in parts):
+                after_finish = True  # kept: the stream ends at the end of the body
             try:
                 for part in parts:
                     if isinstance(part, dict) and isinstance(part.get("functionCall"), dict):
@@ -134,28 +144,31 @@ class GeminiAdapter:
             reason = candidate.get("finishReason")
             if isinstance(reason, str) and reason:
                 self._finished[ci] = reason
-                if ci in self._open:
-                    if reason != "STOP":
-                        # MAX_TOKENS, SAFETY, RECITATION, MALFORMED_FUNCTION_CALL, OTHER...: the
-                        # provider cut the call; an object built so far must not reach the latch
-                        truncated = True
-                    else:
-                        ops.append(Quirk("missing_function_call_terminator"))
-                        self._close(ci, ops)
-        seen = set(self._per_candidate) | set(self._finished)
-        if truncated:
-            self._ended = True
-            reasons = ",".join(sorted(set(self._finished.values())))
-            ops.append(StreamTruncated(f"finishReason {reasons} while a streamed function call was open"))
-        elif self._finished and all(c in self._finished for c in seen):
-            self._ended = True
-            ops.append(StreamEnd("finishReason " + ",".join(sorted(set(self._finished.values())))))
+                if ci in self._open and kind_of(reason) == "complete":
+                    ops.append(Quirk("missing_function_call_terminator"))
+                    self._close(ci, ops)
+                # any other reason leaves the call open: the end (truncated or error) fails it
+        if after_finish:
+            ops.append(Quirk("content_after_finish_reason"))
         return ops
 
     def close(self) -> list[Op]:
+        """End of the body: the stream's end, judged by each candidate's last ``finishReason``
+        (:mod:`.ends`); truncated when a candidate that began has none."""
         if self._ended:
             return []
-        return [StreamTruncated("input ended before finishReason")]
+        self._ended = True
+        unfinished = sorted(c for c in set(self._per_candidate) | set(self._open) if c not in self._finished)
+        if not self._finished or unfinished:
+            which = f" of candidate {unfinished[0]}" if self._finished else ""
+            return [StreamTruncated(f"input ended before finishReason{which}")]
+        reasons = [self._finished[c] for c in sorted(self._finished)]
+        ops = end_ops("finishReason", reasons, "finishReason " + ",".join(sorted(set(reasons))))
+        if isinstance(ops[-1], StreamEnd):
+            for streamed in self._open.values():  # began after its candidate's finishReason
+                ops.insert(0, CallTruncated(streamed.key, "the body ended before this call's last part"))
+            self._open.clear()
+        return ops
 
     # ------------------------------------------------------------------ calls
 

@@ -3,7 +3,9 @@
 Provider document: OpenAI API reference, "The chat completion chunk object":
 ``choices[i].delta.tool_calls[j]`` carries ``index``, ``id``, ``type`` and
 ``function.{name, arguments}``; ``arguments`` arrives as string fragments; the stream
-ends with ``finish_reason`` on each choice and ``data: [DONE]``.
+ends with ``finish_reason`` on each choice and ``data: [DONE]``. The ``finish_reason``
+decides how the stream ends (:mod:`.ends`): ``length`` is truncated, ``content_filter``
+an error, and then nothing commits.
 
 Keying: a call is ``(choice index, tool_calls[].index, generation)``. A different
 non-empty ``id`` at an index already bound starts a new generation (some gateways put
@@ -24,8 +26,9 @@ from typing import Any
 
 from .. import jsontext
 from ..capture import DONE, ProviderEvent
-from ..model import ArgsFragment, CallIdentity, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamTruncated
+from ..model import ArgsFragment, CallIdentity, CallKey, CallStart, Op, Quirk, StreamError, StreamTruncated
 from .base import check_strict
+from .ends import end_ops
 
 
 #: Top-level keys of a plain chunk. A chunk with no other key (``error``,
@@ -51,6 +54,7 @@ class _Choice:
     fragments: dict[CallKey, int] = field(default_factory=dict)
     whole_in_start: set[CallKey] = field(default_factory=set)  # start entry carried arguments
     finished: bool = False
+    reason: str | None = None  # the last finish_reason given
     role_seen: bool = False
 
 
@@ -144,6 +148,8 @@ class OpenAIChatAdapter:
         if reason == "stop" and state.keys:
             ops.append(Quirk("finish_reason_stop_on_tool_turn"))
         state.finished = True
+        if isinstance(reason, str):
+            state.reason = reason
         return True
 
     def _continuation(self, state: _Choice, entry: Any, ops: list[Op]) -> bool:
@@ -186,7 +192,8 @@ class OpenAIChatAdapter:
             for key in state.whole_in_start:
                 if state.fragments.get(key) == 1:
                     ops.append(Quirk("whole_call_in_one_delta"))
-        ops.append(StreamEnd(detail))
+        reasons = [state.reason for state in self._choices.values() if state.reason]
+        ops.extend(end_ops("finish_reason", reasons, detail))
         return ops
 
     def close(self) -> list[Op]:

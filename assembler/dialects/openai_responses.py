@@ -66,6 +66,7 @@ from ..model import (
     StreamTruncated,
 )
 from .base import check_strict
+from .ends import end_ops
 
 #: Output item types that are tool calls, and who runs them.
 TOOL_ITEMS: dict[str, Executor] = {"function_call": "client", "custom_tool_call": "client", "mcp_call": "server"}
@@ -143,7 +144,9 @@ class OpenAIResponsesAdapter:
         if kind == "response.incomplete":
             details = (data.get("response") or {}).get("incomplete_details") or {}
             reason = details.get("reason") if isinstance(details, dict) else None
-            return self._finish(StreamTruncated(f"response.incomplete: {reason or 'no reason given'}"))
+            # max_output_tokens: truncated; content_filter: the provider stopped it (:mod:`.ends`)
+            (end,) = end_ops("response.incomplete:", [reason] if isinstance(reason, str) and reason else [], None, floor="truncated")
+            return self._finish(end)
         if kind == "response.failed":
             return self._finish(StreamError("response.failed: " + _error_detail((data.get("response") or {}).get("error"))))
         if kind == "error":
