@@ -8,7 +8,8 @@ text stays exactly as valid or invalid as it was), whether the text arrives as a
 as a JSON value (:mod:`.masker` lists every place). Text deltas (assistant text,
 reasoning, signatures) become ``x`` runs of the same byte length. A re-import therefore
 gives the same verdicts, ``bytes`` and ``fragments`` per call. HTTP heads (``curl -i``) and
-comment lines are dropped. SSE input is written back as SSE; JSON Lines and binary event
+comment lines are dropped; an event whose ``data`` is not JSON is written as
+:data:`UNREADABLE`, still not JSON, so the re-import fails the stream at the same event. SSE input is written back as SSE; JSON Lines and binary event
 streams as JSON Lines.
 
 A stream no dialect adapter reads (no event of a known dialect, or none of the dialect
@@ -40,12 +41,16 @@ from .redactor import mask_arguments, mask_json_text, mask_value, placeholder
 
 Json = Any
 
+#: What an event that cannot be read (a ``data:`` value that is not JSON) is written as in a
+#: reproducer: text that is not JSON either, so the re-import fails the stream at the same
+#: event, and nothing of the original text.
+UNREADABLE = ": unreadable event (masked)"
 #: Where :func:`stray_argument_text` reports a stream that no dialect adapter reads.
 UNREAD_STREAM = "no dialect adapter reads this stream: every string value is masked"
 
 
 def redact_events(events: Iterable[ProviderEvent], dialect: str | None = None) -> list[ProviderEvent]:
-    """Masked copies of ``events`` (unreadable events are dropped); ``dialect``: the
+    """Masked copies of ``events`` (an unreadable event with ``error`` :data:`UNREADABLE`); ``dialect``: the
     dialect to read them as (detected from the events when None)."""
     redactor = EventRedactor(dialect)
     out = [masked for event in events for masked in redactor.feed(event)]
@@ -102,7 +107,8 @@ class EventRedactor:
         self._adapter: Any = None
 
     def feed(self, event: ProviderEvent) -> list[ProviderEvent]:
-        """Masked copies of ``event`` and of any events held before it (unreadable ones dropped)."""
+        """Masked copies of ``event`` and of any events held before it (an unreadable one as
+        an event with ``error`` :data:`UNREADABLE`, written as that text)."""
         if self._masker is not None:
             masked = self._mask(event)
             return [] if masked is None else [masked]
@@ -131,10 +137,10 @@ class EventRedactor:
     def _mask(self, event: ProviderEvent) -> ProviderEvent | None:
         masker = self._masker
         assert masker is not None
-        if event.error is not None:  # dropped; the pipeline fails the stream there
+        if event.error is not None:  # kept as an unreadable placeholder: the pipeline fails the stream there
             masker.ledger.apply([StreamError("unreadable event")])
             masker.ledger.ignored(f"line {event.line}", "an event that cannot be read")
-            return None
+            return event._replace(data=None, raw=None, error=UNREADABLE) if self._keep else None
         try:
             ops: list[Op] = self._adapter.feed(event)
         except ADAPTER_FAULTS:
@@ -181,7 +187,10 @@ def redacted_lines(data: bytes, name: str = "<input>", dialect: str | None = Non
 
 
 def _written(event: ProviderEvent, as_sse: bool) -> str:
-    payload = DONE if event.data == DONE else jsontext.dumps(event.data, separators=(",", ":"))
+    if event.error is not None:
+        payload = UNREADABLE
+    else:
+        payload = DONE if event.data == DONE else jsontext.dumps(event.data, separators=(",", ":"))
     return _sse_event(event, payload) if as_sse else payload + "\n"
 
 
@@ -205,6 +214,7 @@ def _is_binary(head: bytes) -> bool:
 
 
 __all__ = [
+    "UNREADABLE",
     "UNREAD_STREAM",
     "EventRedactor",
     "mask_arguments",

@@ -112,7 +112,13 @@ class Pipeline:
             return []
         if self._adapter is None:
             if event.error is not None:
-                raise CaptureError(event.error)
+                # A payload that cannot be read (a gateway's keep-alive comment wrapped as
+                # ``data:``): held until the dialect is known, then the stream ends in error
+                # there, so the input still gets its verdicts.
+                self._pending.append(event)
+                if len(self._pending) >= DETECTION_WINDOW:
+                    raise CaptureError(self._first_error() or f"{self.name}: no known provider stream in the first {DETECTION_WINDOW} events")
+                return []
             if event.data is None and event.framing:  # cut before any event told the dialect
                 raise CaptureError(f"{self.name}:{event.line} (byte {event.offset}): the input ends inside this event, before any provider stream was recognised")
             self._pending.append(event)
@@ -134,7 +140,7 @@ class Pipeline:
         if self._closed:
             return []
         if self._adapter is None:
-            raise CaptureError(f"{self.name}: no known provider stream found")
+            raise CaptureError(self._first_error() or f"{self.name}: no known provider stream found")
         current = self._current()
         out: list[AssemblyEvent] = []
         if not current.ended:  # an adapter's own end-of-input verdict, unless the stream already ended
@@ -168,6 +174,10 @@ class Pipeline:
         return None
 
     # ------------------------------------------------------------------ internals
+
+    def _first_error(self) -> str | None:
+        """The fault of the first unreadable event held before any dialect was recognised."""
+        return next((ev.error for ev in self._pending if ev.error is not None), None)
 
     def _use(self, dialect: str) -> None:
         if dialect not in ADAPTERS:

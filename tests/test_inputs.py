@@ -63,6 +63,8 @@ def test_har_curl_and_jsonl_of_one_stream_agree(path: Path, tmp_path: Path) -> N
     sse = path.read_bytes()
     want = verdicts(path)
     variants = {"curl.sse": curl_i(sse), "a.jsonl": jsonl(sse), "chrome.har": har(sse), "b64.har": har(sse, base64_body=True)}
+    if read_capture(sse)[0].error is not None:
+        del variants["a.jsonl"]  # a first event that is not JSON has no JSON Lines form
     for name, data in variants.items():
         target = tmp_path / name
         target.write_bytes(data)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -113,10 +114,24 @@ def test_detection_gives_up_after_a_window_of_events() -> None:
             pipeline.feed(ProviderEvent(None, {"n": i}, i + 1, 0))
 
 
-def test_bad_line_before_detection_raises_naming_file_and_line() -> None:
+def test_bad_line_before_detection_ends_the_stream_in_error_naming_file_and_line() -> None:
+    # the input still gets its verdict document: the dialect is told by the events after it
     data = b'data: {"choices":\n\n' + OPENAI
-    with pytest.raises(CaptureError, match=r"bad\.sse:1 \(byte 0\)"):
-        run(data, name="bad.sse")
+    pipeline, (result,) = run(data, name="bad.sse")
+    assert pipeline.dialect == "openai-chat" and result.end == "error"
+    assert re.match(r"bad\.sse:1 \(byte 0\): event data is not JSON", result.end_detail or "")
+    assert not any(c.state is CallState.COMMITTED for c in result.calls)
+
+
+def test_keepalive_comment_wrapped_as_data_before_detection_is_a_verdict_not_an_exit() -> None:
+    pipeline, (result,) = run(b"data: : OPENROUTER PROCESSING\n\n" + OPENAI, name="n.sse")
+    assert (result.end, result.calls) == ("error", [])
+    assert (result.end_detail or "").startswith("n.sse:1 (byte 0): event data is not JSON")
+
+
+def test_only_unreadable_events_still_raise_naming_the_first() -> None:
+    with pytest.raises(CaptureError, match=r"bad\.sse:4 \(byte \d+\): event data is not JSON"):
+        run(b": hello\n\n\ndata: nope\n\ndata: neither\n\n", name="bad.sse")
 
 
 @pytest.mark.parametrize("dialect", ["openai-chat", "anthropic"])

@@ -57,9 +57,7 @@ def call_fragments(events: Iterable[ProviderEvent], dialect: str, stream: int, k
     pending: list[ProviderEvent] = []
     for event in events:
         if adapter is None:
-            if event.error is not None:
-                return None
-            pending.append(event)
+            pending.append(event)  # an unreadable one too: it fails the stream once the dialect is known, as the pipeline does
             if detect(event) is None:
                 continue
             adapter = make_adapter(dialect)
