@@ -269,6 +269,8 @@ class Assembler:
                 self._quirk("name_repeated", out)
             else:
                 self._quirk("name_conflict", out)
+                if not call.machine.state.terminal:
+                    self._fail(call, Reason.NAME_CONFLICT.with_detail(_renamed(call.name, op.name)), out)
         if changed:
             self._emit(out, "identity", call)
             if call.call_id in self._run_ids and call.executor == "client" and not call.machine.state.terminal:
@@ -480,3 +482,10 @@ _HANDLERS: dict[type, Callable[[Assembler, Any, list[AssemblyEvent]], None]] = {
     StreamError: Assembler._error,
     Cancel: Assembler._finish_cancelled,
 }
+
+
+def _renamed(first: str, later: str) -> str:
+    """The detail of a ``name_conflict``: both tool names, each cut to 64 characters."""
+    def cut(name: str) -> str:
+        return repr(name if len(name) <= 64 else name[:64] + "…")
+    return f"a later chunk named a different tool for this call ({cut(first)}, then {cut(later)})"

@@ -55,6 +55,9 @@ class Reason(str, enum.Enum):
     ARGUMENTS_TOO_DEEP = "arguments_too_deep"
     TOO_MANY_TOOL_CALLS = "too_many_tool_calls"
     MISSING_ID_OR_NAME = "missing_id_or_name"
+    #: A later chunk named a different tool for a call already named: which tool the
+    #: provider meant cannot be told, so the call must not run under either name.
+    NAME_CONFLICT = "name_conflict"
     UNKNOWN_TOOL = "unknown_tool"
     SCHEMA_INVALID = "schema_invalid"
     STREAM_TRUNCATED = "stream_truncated"

@@ -215,11 +215,20 @@ def test_id_and_name_are_set_not_appended() -> None:
     run(asm, [CallIdentity((0,), None, "get_weather"), CallIdentity((0,), "call_1", "get_weather"), ArgsFragment((0,), "{}")])
     (view,) = asm.views()
     assert (view.call_id, view.name) == ("call_1", "get_weather")
-    run(asm, [CallIdentity((0,), "call_2", "other"), StreamEnd()])
+    run(asm, [CallIdentity((0,), "call_2"), StreamEnd()])
     result = asm.result()
     assert (result.calls[0].call_id, result.calls[0].name) == ("call_1", "get_weather")
     assert result.calls[0].state is CallState.COMMITTED
-    assert result.quirks == {"name_repeated": 2, "id_repeated": 1, "id_conflict": 1, "name_conflict": 1}
+    assert result.quirks == {"name_repeated": 2, "id_repeated": 1, "id_conflict": 1}
+
+
+def test_a_later_different_name_fails_the_call_saying_so() -> None:
+    asm, _ = make()
+    run(asm, [CallStart((0,), "call_1", "get_weather"), ArgsFragment((0,), "{}"), CallIdentity((0,), None, "null"), StreamEnd()])
+    (call,) = asm.result().calls
+    assert call.state is CallState.FAILED and call.name == "get_weather"
+    assert call.reason == "name_conflict: a later chunk named a different tool for this call ('get_weather', then 'null')"
+    assert [r.tool_call_id for r in asm.result().results] == ["call_1"]
 
 
 def test_identity_for_unknown_key_opens_the_call() -> None:
