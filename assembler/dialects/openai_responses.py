@@ -223,7 +223,7 @@ class OpenAIResponsesAdapter:
         else:
             call_id, name = _identity(item_obj)
             new_id = call_id if call_id and not item.call_id else None
-            new_name = name if name and not item.name else None
+            new_name = name if name and name != item.name else None  # a different one fails the call
             if new_id or new_name:
                 item.call_id, item.name = item.call_id or new_id, item.name or new_name
                 ops.append(CallIdentity(item.key, new_id, new_name))
