@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 
 from botocore.eventstream import ChecksumMismatch, EventStreamBuffer, EventStreamMessage, ParserError
 
-from .sse import SSEDecoder
+from .sse import SSEDecoder, SSEEvent
 from .untrusted import json_problem
 
 DONE = "[DONE]"
@@ -71,7 +71,7 @@ class ProviderEvent(NamedTuple):
     line: int
     offset: int
     error: str | None = None
-    #: Framing deviations met with this event: SSE ``comment_line``, ``crlf_line_ends``,
+    #: Framing deviations met with this event: SSE ``comment_line`` (once per comment line), ``crlf_line_ends``,
     #: ``data_before_event``, ``done_variant`` (``[DONE]`` with extra whitespace), and
     #: ``truncated_frame`` (input ended inside an event stream frame, or inside the last line of
     #: JSON Lines, which has no line end and does not parse; ``data`` is None).
@@ -93,6 +93,14 @@ _event = tuple.__new__
 
 def _where(name: str, line: int, offset: int) -> str:
     return f"{name}:{line} (byte {offset})"
+
+
+def sse_framing(ev: SSEEvent) -> tuple[str, ...]:
+    """An SSE event's framing deviations as :attr:`ProviderEvent.framing` holds them: each
+    name once, sorted, except ``comment_line``, once per comment line (a quirk is counted
+    per entry)."""
+    names = tuple(sorted(ev.framing))
+    return names + ("comment_line",) * (ev.comment_lines - 1) if ev.comment_lines > 1 else names
 
 
 def _parse_payload(
@@ -122,7 +130,7 @@ def _iter_sse(head: bytes, rest: Iterator[bytes], name: str, lines: int = 0, ski
     for chunk in _chain(head, rest):
         for ev in decoder.decode(chunk):
             kind = None if ev.event == "message" else ev.event
-            framing = tuple(sorted(ev.framing)) if ev.framing else ()
+            framing = sse_framing(ev) if ev.framing else ()
             yield _parse_payload(ev.data, kind, name, ev.line + lines, ev.offset + skipped, framing)
     decoder.flush()  # the spec dispatches nothing at end of input
 

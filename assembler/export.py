@@ -196,7 +196,7 @@ def _written(event: ProviderEvent, as_sse: bool) -> str:
 
 def _sse_event(event: ProviderEvent, payload: str) -> str:
     """One SSE event, keeping the framing deviations the original had (so a reproducer of a
-    framing bug still reproduces it): CRLF line ends, a comment line, ``data`` before
+    framing bug still reproduces it): CRLF line ends, comment lines (as many), ``data`` before
     ``event``, and ``[DONE]`` with extra whitespace."""
     eol = "\r\n" if "crlf_line_ends" in event.framing else "\n"
     if payload == DONE and "done_variant" in event.framing:
@@ -204,7 +204,7 @@ def _sse_event(event: ProviderEvent, payload: str) -> str:
     data = f"data: {payload}{eol}"
     kind = f"event: {event.event}{eol}" if event.event else ""
     fields = data + kind if "data_before_event" in event.framing else kind + data
-    comment = f": comment{eol}" if "comment_line" in event.framing else ""
+    comment = f": comment{eol}" * event.framing.count("comment_line")
     return comment + fields + eol
 
 

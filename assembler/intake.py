@@ -33,6 +33,7 @@ from .capture import (
     _parse_payload,
     _skip_http_heads,
     is_eventstream,
+    sse_framing,
 )
 from .sse import SSEDecoder
 from .untrusted import json_problem
@@ -177,7 +178,7 @@ class PushDecoder:
         scrub = self.scrub
         for ev in self._sse.decode(chunk):
             kind = None if ev.event == "message" else ev.event
-            framing = tuple(sorted(ev.framing)) if ev.framing else ()
+            framing = sse_framing(ev) if ev.framing else ()
             text = scrub(ev.data) if scrub is not None else ev.data
             out.append(_parse_payload(text, kind, name, ev.line + lines, ev.offset + skipped, framing))
         return out

@@ -58,6 +58,9 @@ class SSEEvent:
     #: ``comment_line``, ``crlf_line_ends`` (a CR or CRLF line end), ``data_before_event``,
     #: ``invalid_utf8`` (bytes that are not UTF-8 were replaced by U+FFFD, as the spec says).
     framing: frozenset[str] = field(default=frozenset(), compare=False)
+    #: Comment lines met since the previous dispatched event (``comment_line`` counts lines,
+    #: not events: a gateway may send several keep-alive comments between two events).
+    comment_lines: int = field(default=0, compare=False)
 
 
 class SSEDecoder:
@@ -92,6 +95,7 @@ class SSEDecoder:
         self._retry: int | None = None
         self._first: tuple[int, int] | None = None  # (line, offset) of the event's first line
         self._framing: set[str] = set()  # deviations seen since the last dispatch
+        self._comments = 0  # comment lines seen since the last dispatch
 
     @property
     def incomplete_tail(self) -> bool:
@@ -197,9 +201,11 @@ class SSEDecoder:
                         line=self._first[0],
                         offset=self._first[1],
                         framing=frozenset(self._framing) if self._framing else _NO_FRAMING,
+                        comment_lines=self._comments,
                     )
                 )
                 self._framing.clear()  # otherwise carried to the next event
+                self._comments = 0
             self._type, self._retry, self._first = "", None, None
             self._data.clear()
             return
@@ -207,6 +213,7 @@ class SSEDecoder:
             self._first = (self._lines_read, offset)
         if line[0] == ":":  # comment
             self._framing.add("comment_line")
+            self._comments += 1
             return
         name, colon, value = line.partition(":")
         if colon and value[:1] == " ":

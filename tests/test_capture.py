@@ -182,3 +182,8 @@ def test_a_json_lines_capture_cut_mid_line_ends_with_a_truncated_frame_not_an_er
     assert events[2].framing == ("truncated_frame",) and (events[2].line, events[2].offset) == (3, len(whole))
     (last,) = read_capture(b'{"c": 3}', "whole.jsonl")  # a complete last line without its line end is fine
     assert last.data == {"c": 3} and last.framing == ()
+
+
+def test_comment_line_is_framed_once_per_comment_line() -> None:
+    events = read_capture(b": keep-alive\n: keep-alive\n\ndata: {}\n\n: one\ndata: {}\n\ndata: [DONE]\n\n")
+    assert [e.framing.count("comment_line") for e in events] == [2, 1, 0]

@@ -498,3 +498,9 @@ def test_invalid_utf8_is_replaced_and_reported_but_a_sent_replacement_character_
     split = SSEDecoder()
     events = split.decode(b'data: {"a":"\xff') + split.decode(b'"}\n\n')
     assert "invalid_utf8" in events[0].framing
+
+
+def test_comment_lines_are_counted_per_line_not_per_event() -> None:
+    events = list(iter_sse([b": a\n: b\n: c\n\ndata: x\n\n: d\ndata: y\n\ndata: z\n\n"]))
+    assert [(e.data, e.comment_lines) for e in events] == [("x", 3), ("y", 1), ("z", 0)]
+    assert ["comment_line" in e.framing for e in events] == [True, True, False]
