@@ -75,8 +75,9 @@ def mask_all(text: str) -> str:
 
 
 def digest(text: str) -> bytes:
-    """SHA-256 of ``text``'s UTF-8 bytes (how the ledger compares texts without keeping them)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    """SHA-256 of ``text``'s UTF-16 code units (how the ledger compares texts without keeping
+    them): a surrogate pair split across two fragments hashes as the one character it is."""
+    return hashlib.sha256(text.encode("utf-16-le", "surrogatepass")).digest()
 
 
 @dataclass(slots=True)
@@ -169,7 +170,7 @@ class Ledger:
             running = self._fragments.get(op.call)
             if running is None:
                 running = self._fragments[op.call] = hashlib.sha256()
-            running.update(text.encode("utf-8", "surrogatepass"))
+            running.update(text.encode("utf-16-le", "surrogatepass"))
         else:
             self._whole.setdefault(op.call, digest(text))
             self._pending.append((digest(text), where))  # used only if no fragment follows

@@ -196,7 +196,7 @@ class OpenAIResponsesAdapter:
         if item.stopped:
             ops.append(ArgsFragment(item.key, text))  # the assembler fails the call: text after block stop
             return ops
-        item.digest.update(text.encode("utf-8", "surrogatepass"))
+        item.digest.update(text.encode("utf-16-le", "surrogatepass"))  # UTF-16: a pair split across deltas hashes as one character
         item.deltas += 1
         if item.kind == "custom_tool_call":
             prefix = "" if item.wrap_open else _WRAP_OPEN
@@ -324,7 +324,7 @@ class OpenAIResponsesAdapter:
                 ops.append(ArgsFragment(item.key, wrapped))
                 if json_value:
                     check_strict(item.key, event, ops)  # the event's parse may have hidden a duplicate key
-        elif hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest() != item.digest.digest():
+        elif hashlib.sha256(text.encode("utf-16-le", "surrogatepass")).digest() != item.digest.digest():
             ops.append(Quirk("done_arguments_differ"))
         return ops
 
