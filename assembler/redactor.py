@@ -31,7 +31,7 @@ from typing import Any
 from . import jsontext
 from .dialects.openai_responses import _escape as escaped  # a JSON string literal's inside, as the adapter writes it
 from .jsonprefix import JSONPrefixScanner
-from .model import ArgsFragment, CallIdentity, CallKey, CallStart, Cancel, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
+from .model import ArgsFinal, ArgsFragment, CallIdentity, CallKey, CallStart, Cancel, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
 
 Json = Any
 
@@ -84,7 +84,7 @@ def digest(text: str) -> bytes:
 class ArgOp:
     """One op that carries argument text, as the assembler will apply it."""
 
-    kind: str  # "fragment" (ArgsFragment) or "whole" (CallStart.whole_arguments)
+    kind: str  # "fragment" (ArgsFragment), "final" (ArgsFinal) or "whole" (CallStart.whole_arguments)
     key: CallKey
     text: str
     stream: int
@@ -142,6 +142,8 @@ class Ledger:
                     self._ids[at] = op.call_id
             elif isinstance(op, ArgsFragment):
                 out.append(self._op("fragment", op.key, op.text))
+            elif isinstance(op, ArgsFinal):
+                out.append(self._op("final", op.key, op.text))
             elif isinstance(op, _ENDS):
                 self.ended = True
         return out
@@ -166,6 +168,9 @@ class Ledger:
             self.stray.append(f"{where}: argument text after the stream's end")
         elif op.ignored:
             self.duplicate(text, where)
+        elif op.kind == "final":  # replaces the call's fragments
+            running = self._fragments[op.call] = hashlib.sha256()
+            running.update(text.encode("utf-16-le", "surrogatepass"))
         elif op.kind == "fragment":
             running = self._fragments.get(op.call)
             if running is None:

@@ -146,19 +146,26 @@ def test_arguments_only_in_output_item_done() -> None:
     assert call.state is CallState.COMMITTED and call.arguments == {"q": 1}
 
 
-def test_done_text_differing_from_deltas_is_a_quirk_and_deltas_win() -> None:
-    events = function_call(0, "call_A", "add", ['{"a":', "1}"], done='{"a": 1}')
+def test_done_text_differing_from_deltas_replaces_them_and_is_a_quirk() -> None:
+    events = function_call(0, "call_A", "add", ['{"a":', "1}"], done='{"a": 2}')
+    result = run([RESP, *events, COMPLETED])
+    assert result.calls[0].state is CallState.COMMITTED and result.calls[0].arguments == {"a": 2}
+    assert result.quirks == {"done_arguments_differ": 1}
+    assert result.calls[0].bytes == len('{"a": 2}')
+
+
+def test_dropped_deltas_commit_the_final_text() -> None:
+    """A gateway that drops deltas: the preview does not parse, the final text does."""
+    events = function_call(0, "call_A", "add", ['{"a":', "1"], done='{"a":1}')
     result = run([RESP, *events, COMPLETED])
     assert result.calls[0].state is CallState.COMMITTED and result.calls[0].arguments == {"a": 1}
     assert result.quirks == {"done_arguments_differ": 1}
 
 
-def test_invalid_deltas_fail_even_when_done_text_is_valid() -> None:
-    events = function_call(0, "call_A", "add", ['{"a":', "1"], done='{"a":1}')
-    result = run([RESP, *events, COMPLETED])
-    call = result.calls[0]
+def test_invalid_final_text_fails_even_when_deltas_were_valid() -> None:
+    events = function_call(0, "call_A", "add", ['{"a":1}'], done='{"a":1')
+    call = run([RESP, *events, COMPLETED]).calls[0]
     assert call.state is CallState.FAILED and (call.reason or "").startswith("invalid_json")
-    assert result.quirks == {"done_arguments_differ": 1}
 
 
 def test_equal_done_text_is_no_quirk_and_adapter_never_resends_it() -> None:
