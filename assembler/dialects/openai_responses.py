@@ -10,14 +10,10 @@ included). ``response.incomplete`` (e.g. ``max_output_tokens``) means the output
 its own ``type``, so an event whose ``data:`` line precedes its ``event:`` line (Bedrock
 Mantle) reads the same.
 
-Tool items (:mod:`.responses_items`): ``function_call``, ``custom_tool_call`` (free-text
-``input`` streamed by ``response.custom_tool_call_input.delta``/``.done``),
-``local_shell_call``, ``shell_call`` (its commands previewed by
-``response.shell_call_command.added``/``.delta``/``.done``), ``apply_patch_call`` and
-``computer_call`` are run by the client and each owes one result; ``mcp_call`` (arguments by
-``response.mcp_call_arguments.delta``/``.done``), a ``shell_call`` in a hosted container and
-xAI's own search sub-tools are run by the provider (``executor: server``). The call id is
-the item's ``call_id`` (*not* its ``id``; an ``mcp_call`` has none, its item ``id`` names it).
+Tool items, who runs each and where its argument text is: :mod:`.responses_items`
+(``function_call``, ``custom_tool_call``, ``local_shell_call``, ``shell_call``,
+``apply_patch_call``, ``computer_call`` are run by the client and each owes one result;
+``mcp_call``, a hosted ``shell_call`` and xAI's own search sub-tools by the provider).
 
 Keying: a call is ``(output_index,)``; ``item_id`` is mapped to that key when the item is
 added and wins over a disagreeing ``output_index``. A further item at an ``output_index``
@@ -80,31 +76,7 @@ from ..model import (
 )
 from . import responses_items as items
 from .base import check_strict
-from .responses_items import _WRAP_CLOSE, _WRAP_OPEN, KINDS, TOOL_ITEMS, escape as _escape
-
-_DELTAS = {
-    "response.function_call_arguments.delta": "function_call",
-    "response.custom_tool_call_input.delta": "custom_tool_call",
-    "response.mcp_call_arguments.delta": "mcp_call",
-}
-_DONES = {
-    "response.function_call_arguments.done": ("function_call", "arguments"),
-    "response.custom_tool_call_input.done": ("custom_tool_call", "input"),
-    "response.mcp_call_arguments.done": ("mcp_call", "arguments"),
-}
-#: Progress events of items whose argument text comes whole: routed to their item only.
-_PREVIEWS = {
-    "response.shell_call_command.added": "shell_call",
-    "response.shell_call_command.delta": "shell_call",
-    "response.shell_call_command.done": "shell_call",
-    "response.apply_patch_call_operation_diff.delta": "apply_patch_call",
-    "response.apply_patch_call_operation_diff.done": "apply_patch_call",
-}
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.sha256(text.encode("utf-16-le", "surrogatepass")).digest()
-
+from .responses_items import _DELTAS, _DONES, _PREVIEWS, _WRAP_CLOSE, _WRAP_OPEN, KINDS, TOOL_ITEMS, digest as _digest, escape as _escape
 
 @dataclass
 class _Item:
@@ -272,9 +244,9 @@ class OpenAIResponsesAdapter:
                 if item_obj.get("id") is None and items.identity(item_obj)[0] is None:
                     continue  # nothing names it: it cannot be told from the items streamed
                 ops.append(Quirk("item_only_in_response_completed"))
-                item = self._start(item_obj, index if index not in self._at_index else max(self._at_index) + 1, ops, event)
-            else:
-                self._identify(item, item_obj, ops)
+                self._start(item_obj, index if index not in self._at_index else max(self._at_index) + 1, ops, event)
+                continue  # its text came whole with its start
+            self._identify(item, item_obj, ops)
             ops.extend(self._settle(item, items.argument_value(item_obj), event))
         return ops
 

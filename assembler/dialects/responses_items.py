@@ -38,6 +38,7 @@ sub-tool calls ``call_id`` ``xs_call_<n>``. An OpenAI custom tool call's item id
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, NamedTuple
 
@@ -67,16 +68,33 @@ KINDS: dict[str, ItemKind] = {
 #: Output item types that are tool calls, and who runs them unless the item says otherwise.
 TOOL_ITEMS: dict[str, Executor] = {kind: k.executor for kind, k in KINDS.items()}
 
-#: The tool ``type`` a request declares for each client item type's call name.
-BUILTIN_CLIENT_TOOLS: dict[str, str] = {
-    "local_shell": "local_shell",
-    "shell": "shell",
-    "apply_patch": "apply_patch",
-    "computer": "computer",
-    "computer_use_preview": "computer",
+_WRAP_OPEN, _WRAP_CLOSE = '{"input":"', '"}'
+
+#: Argument text events of the item kinds that stream it, and the finalized text's field.
+_DELTAS = {
+    "response.function_call_arguments.delta": "function_call",
+    "response.custom_tool_call_input.delta": "custom_tool_call",
+    "response.mcp_call_arguments.delta": "mcp_call",
+}
+_DONES = {
+    "response.function_call_arguments.done": ("function_call", "arguments"),
+    "response.custom_tool_call_input.done": ("custom_tool_call", "input"),
+    "response.mcp_call_arguments.done": ("mcp_call", "arguments"),
+}
+#: Progress events of items whose argument text comes whole: routed to their item only.
+_PREVIEWS = {
+    "response.shell_call_command.added": "shell_call",
+    "response.shell_call_command.delta": "shell_call",
+    "response.shell_call_command.done": "shell_call",
+    "response.apply_patch_call_operation_diff.delta": "apply_patch_call",
+    "response.apply_patch_call_operation_diff.done": "apply_patch_call",
 }
 
-_WRAP_OPEN, _WRAP_CLOSE = '{"input":"', '"}'
+
+def digest(text: str) -> bytes:
+    """SHA-256 of ``text``'s UTF-16 code units: a surrogate pair split across deltas hashes
+    as the one character it is."""
+    return hashlib.sha256(text.encode("utf-16-le", "surrogatepass")).digest()
 
 
 def executor(item: dict[str, Any], response_id: str | None) -> Executor:
