@@ -221,3 +221,24 @@ def test_xai_search_sub_tool_is_run_by_xai_and_owes_no_result(call_id: str, item
 def test_openai_custom_tool_call_stays_a_client_call() -> None:
     result = run(xai_stream("call_abc", "ctc_68b9f0e2a1c4819c"))
     assert result.calls[0].executor == "client"
+
+
+# ------------------------------------------------------------------ a non-streaming body
+
+
+def test_client_items_of_a_non_streaming_body_are_calls() -> None:
+    from assembler.retell import retell_body, untold_arguments
+
+    output = [{**item, "status": "completed"} for item, _, _ in CLIENT_ITEMS.values()]
+    hosted = shell_item(call_id="call_h", environment={"type": "container_reference", "container_id": "c"})
+    body = json.dumps({"object": "response", "id": "resp_1", "status": "completed", "output": [*output, hosted]}).encode()
+    wire, problem = retell_body("openai-responses", body)
+    assert problem is None and wire is not None
+    result = run(wire, TOOLS)
+    assert [(c.call_id, c.name, c.item, c.state, c.arguments) for c in result.calls] == [
+        (item["call_id"], name, item["type"], CallState.COMMITTED, arguments) for item, name, arguments in CLIENT_ITEMS.values()
+    ]
+    assert untold_arguments("openai-responses", body) == ["output[4]"]  # the hosted shell call: no client runs it
+    batched = {"type": "computer_call", "id": "cu_2", "call_id": "call_b", "actions": [CLICK], "pending_safety_checks": []}
+    wire, _ = retell_body("openai-responses", json.dumps({"object": "response", "status": "completed", "output": [batched]}).encode())
+    assert run(wire or b"").calls[0].arguments == {"actions": [CLICK]}
