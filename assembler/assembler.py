@@ -21,6 +21,7 @@ from .config import DEFAULT_CONFIG, AssembleConfig
 from .finalize import Verdict, check_arguments
 from .metrics import Metrics
 from .model import (
+    ArgsFinal,
     ArgsFragment,
     ArgsNotStrict,
     BlockStop,
@@ -229,6 +230,7 @@ class Assembler:
         call = CallRecord(key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
         if op.not_unicode:
             call.not_unicode = op.not_unicode
+        call.item = op.item
         if op.whole_arguments:
             call.bytes = len(op.whole_arguments.encode("utf-8", "surrogatepass"))
         in_flight = self._in_flight
@@ -313,6 +315,29 @@ class Assembler:
                 self._quirk("fragment_after_call_ended", out)
             if self.progress_events:
                 self._emit(out, "fragment", call)
+
+    def _final(self, op: ArgsFinal, out: list[AssemblyEvent]) -> None:
+        """The provider's finalized text replaces the call's fragments (one buffer swap)."""
+        call = self._calls.get(self._alias.get(op.key, op.key))
+        if call is None:
+            self._fragment(ArgsFragment(op.key, op.text), out)
+            return
+        state = call.machine.state
+        if state is not CallState.OPEN or call.buffer is None:
+            self._fragment(ArgsFragment(op.key, op.text), out)  # after the stop or the end of the call: as any fragment
+            return
+        data = op.text.encode("utf-8", "surrogatepass")
+        call.last_activity = self._now()
+        call.bytes = len(data)
+        call.fragments += 1
+        if call.bytes > self.config.max_tool_argument_bytes:
+            self._overflow(call, out)
+            return
+        call.buffer = bytearray(data)
+        call.lengths = bytearray()
+        append_varint(call.lengths, len(data))
+        if self.progress_events:
+            self._emit(out, "fragment", call)
 
     def _finish_complete(self, op: StreamEnd, out: list[AssemblyEvent]) -> None:
         self._ended_at = self._clock()
@@ -474,6 +499,7 @@ _HANDLERS: dict[type, Callable[[Assembler, Any, list[AssemblyEvent]], None]] = {
     CallStart: Assembler._start,
     CallIdentity: Assembler._identity,
     ArgsFragment: Assembler._fragment,
+    ArgsFinal: Assembler._final,
     ArgsNotStrict: Assembler._not_strict,
     BlockStop: Assembler._block_stop,
     CallTruncated: Assembler._call_truncated,

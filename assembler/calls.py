@@ -90,6 +90,7 @@ class CallRecord:
     repaired: bool = False  # dropped from history (drop_with_protocol_repair, or a repeated tool_call_id)
     not_strict: str | None = None  # an event that carried its arguments was not strict JSON
     not_unicode: tuple[str, ...] = ()  # call_id / name held a lone surrogate (kept escaped)
+    item: str | None = None  # the provider's kind of call (CallStart.item)
 
     def view(self) -> CallView:
         return CallView(
@@ -120,6 +121,7 @@ class CallRecord:
             transitions=list(self.transitions),
             repaired=self.repaired,
             diagnosis=self.diagnosis,
+            item=self.item,
         )
 
     def take_text(self) -> str:

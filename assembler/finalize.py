@@ -78,11 +78,28 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_reject_constant, parse_float=_finite_float)
 
 
-def strict_loads(text: str) -> Any:
+def join_surrogate_pairs(text: str) -> str:
+    """``text`` with each UTF-16 surrogate pair (a high surrogate followed by a low one)
+    written as the one character it encodes; a surrogate without its partner is kept.
+
+    Fragments are pieces of one string: a provider that cuts its argument text between the
+    two halves of a pair (``"\\ud83d"`` ending one fragment, ``"\\ude00"`` starting the next,
+    each a lone surrogate once its event is decoded) sent one character, U+1F600. Only the
+    joined text can say so; a surrogate still unpaired here stays invalid (the latch's
+    strict parse refuses it). O(n), and a no-op for text without surrogates.
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def strict_loads(text: str, *, string_pieces: bool = False) -> Any:
     """Parse ``text`` as exactly one RFC 8259 JSON value; raise :class:`StrictJSONError`.
 
     Beyond the grammar, values that cannot round-trip are refused: numbers that overflow
-    to infinity, and strings holding a lone surrogate (I-JSON, RFC 7493).
+    to infinity, and strings holding a lone surrogate (I-JSON, RFC 7493). With
+    ``string_pieces`` the strings are pieces of longer strings (Gemini ``stringValue``
+    parts), judged once joined: a lone surrogate is not refused here.
     """
     try:
         try:  # the common text: one value, nothing around it
@@ -102,7 +119,7 @@ def strict_loads(text: str) -> Any:
         return _raise(str(exc), None)
     except RecursionError:
         return _raise("nesting too deep", None)
-    if not (text.isascii() and "\\u" not in text) and _has_lone_surrogate(value):  # ASCII without \u: none
+    if not string_pieces and not (text.isascii() and "\\u" not in text) and _has_lone_surrogate(value):  # ASCII without \u: none
         return _raise("string holds a lone surrogate", None)
     return value
 
@@ -134,11 +151,14 @@ def check_arguments(
     why (a ``$ref`` that does not resolve; any other fault of the schema check by its
     exception's type only), so one tool's schema cannot stop the other calls' verdicts.
 
-    Empty text means "no arguments" and finalizes as ``{}``. Text nested deeper than
+    ``text`` is the call's joined fragments: a UTF-16 surrogate pair split across two of
+    them is one character (:func:`join_surrogate_pairs`). Empty text means "no arguments"
+    and finalizes as ``{}``. Text nested deeper than
     ``max_depth`` levels of arrays and objects fails ``arguments_too_deep`` before it is
     parsed (:func:`~assembler.jsontext.text_depth`). Reasons never quote the argument text
     unless ``reveal`` is true.
     """
+    text = join_surrogate_pairs(text)
     if registry is not None and name not in registry:
         return Verdict(None, Reason.UNKNOWN_TOOL.with_detail(f"{name} is not registered for this turn"))
     if max_depth is not None and text.count("[") + text.count("{") > max_depth and (depth := text_depth(text)) > max_depth:

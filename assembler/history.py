@@ -11,8 +11,13 @@ not valid, and is never repeated.
 
 Provider documents: OpenAI Chat "function calling" (assistant ``tool_calls`` + ``tool``
 messages); Anthropic "tool use" (``tool_use`` blocks + a user message of ``tool_result``
-blocks with ``is_error``); OpenAI Responses (``function_call`` + ``function_call_output``
-items); Bedrock Converse (``toolUse`` + ``toolResult`` with ``status``); Gemini
+blocks with ``is_error``); OpenAI Responses (each call as the item it came as, with its
+own output item: ``function_call`` + ``function_call_output``, ``custom_tool_call`` +
+``custom_tool_call_output``, ``local_shell_call`` + ``local_shell_call_output`` (keyed by
+``id``), ``shell_call`` + ``shell_call_output`` (an error result as ``stderr`` with exit code
+1), ``apply_patch_call`` + ``apply_patch_call_output`` (``status: failed``), ``computer_call`` +
+``computer_call_output``: an error result there holds no screenshot, which the caller must
+add before sending, as the API accepts only a screenshot); Bedrock Converse (``toolUse`` + ``toolResult`` with ``status``); Gemini
 (``functionCall`` + ``functionResponse`` parts); Cohere v2 (OpenAI-like ``tool_calls``).
 """
 
@@ -98,12 +103,43 @@ def _anthropic(calls: list[CallOutcome], results: list[tuple[CallOutcome, ToolRe
 
 
 def _responses(calls: list[CallOutcome], results: list[tuple[CallOutcome, ToolResult]]) -> list[Message]:
-    items: list[Message] = [
-        {"type": "function_call", "call_id": c.call_id, "name": c.name, "arguments": jsontext.dumps(_args(c))}
-        for c in calls
-    ]
-    items += [{"type": "function_call_output", "call_id": r.tool_call_id, "output": r.content} for _, r in results]
-    return items
+    return [_responses_call(c) for c in calls] + [_responses_output(c, r) for c, r in results]
+
+
+def _responses_call(c: CallOutcome) -> Message:
+    """The call as the output item it came as (:attr:`CallOutcome.item`)."""
+    args, kind = _args(c), c.item or "function_call"
+    if kind == "custom_tool_call":
+        text = args.get("input", "") if isinstance(args, dict) else ""
+        return {"type": kind, "call_id": c.call_id, "name": c.name, "input": text}
+    if kind in ("local_shell_call", "shell_call", "apply_patch_call", "computer_call"):
+        field = "operation" if kind == "apply_patch_call" else "action"
+        if kind == "computer_call" and isinstance(args, dict) and set(args) == {"actions"}:
+            field, args = "actions", args["actions"]  # a batch of actions
+        item: Message = {"type": kind, "call_id": c.call_id, field: args, "status": "completed"}
+        if kind == "computer_call":
+            item["pending_safety_checks"] = []
+        return item
+    return {"type": "function_call", "call_id": c.call_id, "name": c.name, "arguments": jsontext.dumps(args)}
+
+
+def _responses_output(c: CallOutcome, r: ToolResult) -> Message:
+    """The result item for the call's kind; an error result carries the reason where the
+    kind carries text (see the module docstring for shell and computer calls)."""
+    kind = c.item or "function_call"
+    if kind == "local_shell_call":
+        return {"type": "local_shell_call_output", "id": r.tool_call_id, "output": r.content}
+    if kind == "shell_call":
+        run = {"stdout": "", "stderr": r.content, "outcome": {"type": "exit", "exit_code": 1}} if r.is_error else {
+            "stdout": r.content, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
+        return {"type": "shell_call_output", "call_id": r.tool_call_id, "output": [run]}
+    if kind == "apply_patch_call":
+        return {"type": "apply_patch_call_output", "call_id": r.tool_call_id, "status": "failed" if r.is_error else "completed", "output": r.content}
+    if kind == "computer_call":
+        screenshot = {"type": "computer_screenshot"} if r.is_error else {"type": "computer_screenshot", "image_url": r.content}
+        return {"type": "computer_call_output", "call_id": r.tool_call_id, "output": screenshot}
+    output_type = "custom_tool_call_output" if kind == "custom_tool_call" else "function_call_output"
+    return {"type": output_type, "call_id": r.tool_call_id, "output": r.content}
 
 
 def _converse(calls: list[CallOutcome], results: list[tuple[CallOutcome, ToolResult]]) -> list[Message]:
@@ -147,6 +183,11 @@ def _gemini(calls: list[CallOutcome], results: list[tuple[CallOutcome, ToolResul
 _BUILDERS = {"openai": _openai, "anthropic": _anthropic, "responses": _responses, "converse": _converse, "gemini": _gemini}
 
 
+_RESPONSES_CALLS = frozenset(
+    ("function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call", "computer_call")
+)
+
+
 def _pairs(messages: list[Message]) -> tuple[list[Any], list[Any]]:
     """(call ids, result ids) found in ``messages`` of any supported shape."""
     calls: list[Any] = []
@@ -156,9 +197,12 @@ def _pairs(messages: list[Message]) -> tuple[list[Any], list[Any]]:
             calls.append(tc.get("id"))
         if m.get("role") == "tool":
             results.append(m.get("tool_call_id"))
-        if m.get("type") == "function_call":
+        kind = m.get("type")
+        if kind in _RESPONSES_CALLS:
             calls.append(m.get("call_id"))
-        if m.get("type") == "function_call_output":
+        elif kind == "local_shell_call_output":
+            results.append(m.get("id"))
+        elif isinstance(kind, str) and kind.removesuffix("_output") in _RESPONSES_CALLS:
             results.append(m.get("call_id"))
         content = m.get("content") if isinstance(m.get("content"), list) else m.get("parts") or []
         for block in content:

@@ -44,7 +44,7 @@ from .intake import PushDecoder
 from .model import CallState, CommittedCall, StreamEndKind, StreamResult, ToolResult
 from .pipeline import Pipeline
 from .redact import AssemblyEvent
-from .registry import ToolRegistry
+from .registry import BUILTIN_CLIENT_TOOLS, ToolRegistry
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,13 +96,18 @@ def _config(config: AssembleConfig | Mapping[str, Any] | str | Path | None) -> A
 def _registry(tools: Any) -> ToolRegistry | None:
     """The tools as the SDKs take them (OpenAI Chat, Responses, Anthropic; dicts or SDK
     models). Built-in tools without a name (Responses ``{"type": "web_search"}``) run on the
-    provider's side and are left out; raises :class:`~assembler.registry.RegistryError`."""
+    provider's side and are left out, except those the client runs (``{"type": "shell"}``,
+    ``local_shell``, ``apply_patch``, ``computer``/``computer_use_preview``), registered under
+    the name their calls carry; raises :class:`~assembler.registry.RegistryError`."""
     if tools is None:
         return None
     if isinstance(tools, Mapping) and "tools" in tools:
         tools = tools["tools"]
     entries = [_plain(t) for t in tools]
-    named = [t for t in entries if not isinstance(t, dict) or t.get("name") or isinstance(t.get("function"), dict)]
+    named = [
+        t for t in entries
+        if not isinstance(t, dict) or t.get("name") or isinstance(t.get("function"), dict) or t.get("type") in BUILTIN_CLIENT_TOOLS
+    ]
     return ToolRegistry.from_tools(named).ensure_usable()
 
 

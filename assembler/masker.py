@@ -10,7 +10,7 @@ adapter reads argument text, whether it arrives as a string or as a JSON value:
 * Bedrock ConverseStream: ``contentBlockDelta.delta.toolUse.input`` and
   ``contentBlockStart.start.toolUse.input``;
 * OpenAI Responses: argument and custom tool input ``.delta``/``.done`` events, and the
-  ``arguments``/``input`` of every output item (``output_item.added``/``.done``, the
+  ``arguments``/``input``/``action``/``operation`` of every output item (``output_item.added``/``.done``, the
   ``response`` of ``response.created``/``.completed``...);
 * Gemini: ``functionCall.args`` and ``partialArgs[].stringValue`` (``jsonPath``, numbers,
   booleans kept); a candidate's ``finishMessage`` (it can quote a malformed call);
@@ -29,10 +29,14 @@ import binascii
 from typing import Any
 
 from . import jsontext
+from .dialects.responses_items import KINDS
 from .places import PlaceMasker, is_empty as _empty, mask_text as _text
 from .redactor import escaped_placeholder, mask_arguments, mask_value
 from .untrusted import parse_json
 
+
+#: Responses items whose argument text is an action or operation object.
+_ACTION_ITEMS = frozenset(kind for kind, k in KINDS.items() if not k.streams)
 
 #: What the OpenAI Chat adapter reads of a choice (and what the masker handles itself).
 _CHOICE_READ = frozenset({"index", "delta", "message", "finish_reason", "logprobs", "content_filter_results", "content_filter_offsets"})
@@ -231,6 +235,13 @@ class DialectMasker(PlaceMasker):
                 out[field] = self.args(value, "item arguments", whole=True, repeat=repeat)
             elif field == "input" and kind == "custom_tool_call":
                 out[field] = self.free(value, "item input")
+            elif kind in _ACTION_ITEMS and field == KINDS[kind].field:  # an action or operation: its JSON text
+                out[field] = self.args(value, f"item {field}", whole=True, repeat=repeat)
+            elif kind == "computer_call" and field == "actions" and out.get("action") is None:
+                wrapped = self.args({"actions": value}, "item actions", whole=True, repeat=repeat)
+                out[field] = wrapped.get("actions") if isinstance(wrapped, dict) else mask_value(value)
+            elif field == "environment" and isinstance(value, dict):  # its type says who runs a shell call
+                out[field] = {k: v if k == "type" else _text(v) for k, v in value.items()}
             elif field in ("arguments", "input"):
                 out[field] = self.unread(value, f"item {field}")
             else:

@@ -53,6 +53,9 @@ class WireCall:
 
     ``kind`` ``custom_tool_call`` (Responses only): the fragments are a custom tool's free
     text ``input``, written as that item type and its ``custom_tool_call_input`` events.
+    ``local_shell_call``, ``shell_call``, ``apply_patch_call``, ``computer_call`` (Responses
+    only): the fragments are the JSON text of the item's ``action`` / ``operation``, written
+    whole in its ``output_item.done`` (those items stream no argument deltas).
     """
 
     call_id: str
@@ -248,8 +251,22 @@ def _message_item(script: Script, status: str) -> dict[str, Any]:
     return {"id": "msg_" + _token(script.name + "/msg", 40).lower(), "type": "message", "status": status, "content": [part], "role": "assistant"}
 
 
+#: Responses client items whose arguments are an object field, and that field.
+ACTION_ITEMS = {"local_shell_call": "action", "shell_call": "action", "apply_patch_call": "operation", "computer_call": "action"}
+
+
 def _function_item(script: Script, index: int, status: str, arguments: str) -> dict[str, Any]:
     call = script.calls[index]
+    if call.kind in ACTION_ITEMS:
+        item: dict[str, Any] = {"id": "it_" + _token(f"{script.name}/it/{index}", 40).lower(), "type": call.kind, "status": status, "call_id": call.call_id}
+        if arguments:
+            value, problem = parse_json(arguments.encode("utf-8", "surrogatepass"))
+            value = arguments if problem is not None else value  # text that is not JSON: written as it is, judged as such
+            if call.kind == "computer_call" and isinstance(value, dict) and set(value) == {"actions"}:
+                item["actions"] = value["actions"]
+            else:
+                item[ACTION_ITEMS[call.kind]] = value
+        return item
     if call.kind == "custom_tool_call":
         item_id = "ctc_" + _token(f"{script.name}/ctc/{index}", 40).lower()
         return {"id": item_id, "type": "custom_tool_call", "status": status, "input": arguments, "call_id": call.call_id, "name": call.name}
@@ -296,6 +313,12 @@ def _responses_events(script: Script) -> list[bytes]:
         index = len(done)
         added = _function_item(script, n, "in_progress", "")
         emit("response.output_item.added", {"output_index": index, "item": added})
+        if call.kind in ACTION_ITEMS:  # its action comes whole, with output_item.done
+            if not script.complete and n == len(script.calls) - 1:
+                return events
+            done.append(_function_item(script, n, "completed", call.arguments))
+            emit("response.output_item.done", {"output_index": index, "item": done[-1]})
+            continue
         kind, field = ("custom_tool_call_input", "input") if call.kind == "custom_tool_call" else ("function_call_arguments", "arguments")
         for fragment in call.fragments:
             emit(f"response.{kind}.delta", {"item_id": added["id"], "output_index": index, "delta": fragment})

@@ -5,7 +5,7 @@ Data flows one way: a dialect adapter turns provider events into *ops*; the
 emits *assembly events*; finalized calls and their results come out as
 :class:`StreamResult`.
 
-Argument text lives only in :class:`ArgsFragment` ops (input side) and in
+Argument text lives only in :class:`ArgsFragment` and :class:`ArgsFinal` ops (input side) and in
 :class:`CommittedCall` (output side, after the latch). Nothing else here has a field
 that could carry it: assembly events carry a :class:`~assembler.redact.CallView`.
 """
@@ -149,6 +149,9 @@ class CallStart:
     whole_arguments: str | None = None
     #: The fields (``"call_id"``, ``"name"``) that held a lone surrogate, now escaped.
     not_unicode: tuple[str, ...] = ()
+    #: The provider's kind of call where a dialect has several (Responses ``shell_call``,
+    #: ``computer_call``...): the finalized history gives the call back in that shape.
+    item: str | None = None
 
     def __post_init__(self) -> None:
         _escaped_identity(self)
@@ -171,6 +174,22 @@ class CallIdentity:
 @dataclass(slots=True)
 class ArgsFragment:
     """One opaque fragment of argument text (never parsed on its own)."""
+
+    key: CallKey
+    text: str
+
+
+@dataclass(slots=True)
+class ArgsFinal:
+    """The provider's finalized argument text for the call at ``key``: it *replaces* the
+    fragments received so far, which were a preview.
+
+    OpenAI Responses sends the whole text again when an item's arguments are done
+    (``function_call_arguments.done``, ``output_item.done``, ``response.completed``); that
+    text is authoritative. The adapter sends this op only where it differs from the joined
+    deltas (quirk ``done_arguments_differ``). The call's byte count becomes the final
+    text's; like any fragment it is never parsed before the latch.
+    """
 
     key: CallKey
     text: str
@@ -274,6 +293,7 @@ Op: TypeAlias = (
     | CallStart
     | CallIdentity
     | ArgsFragment
+    | ArgsFinal
     | ArgsNotStrict
     | BlockStop
     | CallTruncated
@@ -359,6 +379,8 @@ class CallOutcome:
     #: failed by the provider ``{"kind": "cut_off", "stream_end", "bytes", "fragments",
     #: "text": <invalid/incomplete/complete diagnosis of the text so far>}``.
     diagnosis: dict[str, Any] | None = None
+    #: The provider's kind of call (:attr:`CallStart.item`), None where the dialect has one.
+    item: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -100,7 +100,7 @@ class PlaceMasker:
             return value
         text = value if isinstance(value, str) else jsontext.dumps(value)
         where = f"{self._where} ({what})"
-        op = self._take(("whole", "fragment") if whole or repeat else ("fragment",), lambda t: t == text)
+        op = self._take(("whole", "fragment", "final") if whole or repeat else ("fragment",), lambda t: t == text)
         if op is not None:
             self.ledger.taken(op, text, where)
             if op.kind == "fragment":
@@ -123,7 +123,7 @@ class PlaceMasker:
         inner = escaped(text)
         forms = (inner, _WRAP_OPEN + inner, _WRAP_OPEN + inner + _WRAP_CLOSE)
         where = f"{self._where} ({what})"
-        op = self._take(("whole", "fragment"), lambda t: t in forms)
+        op = self._take(("whole", "fragment", "final"), lambda t: t in forms)
         if op is not None:
             self.ledger.taken(op, text, where)
         else:

@@ -31,7 +31,7 @@ from typing import Any
 from . import jsontext
 from .dialects.openai_responses import _escape as escaped  # a JSON string literal's inside, as the adapter writes it
 from .jsonprefix import JSONPrefixScanner
-from .model import ArgsFragment, CallIdentity, CallKey, CallStart, Cancel, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
+from .model import ArgsFinal, ArgsFragment, CallIdentity, CallKey, CallStart, Cancel, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
 
 Json = Any
 
@@ -75,15 +75,16 @@ def mask_all(text: str) -> str:
 
 
 def digest(text: str) -> bytes:
-    """SHA-256 of ``text``'s UTF-8 bytes (how the ledger compares texts without keeping them)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    """SHA-256 of ``text``'s UTF-16 code units (how the ledger compares texts without keeping
+    them): a surrogate pair split across two fragments hashes as the one character it is."""
+    return hashlib.sha256(text.encode("utf-16-le", "surrogatepass")).digest()
 
 
 @dataclass(slots=True)
 class ArgOp:
     """One op that carries argument text, as the assembler will apply it."""
 
-    kind: str  # "fragment" (ArgsFragment) or "whole" (CallStart.whole_arguments)
+    kind: str  # "fragment" (ArgsFragment), "final" (ArgsFinal) or "whole" (CallStart.whole_arguments)
     key: CallKey
     text: str
     stream: int
@@ -141,6 +142,8 @@ class Ledger:
                     self._ids[at] = op.call_id
             elif isinstance(op, ArgsFragment):
                 out.append(self._op("fragment", op.key, op.text))
+            elif isinstance(op, ArgsFinal):
+                out.append(self._op("final", op.key, op.text))
             elif isinstance(op, _ENDS):
                 self.ended = True
         return out
@@ -165,11 +168,14 @@ class Ledger:
             self.stray.append(f"{where}: argument text after the stream's end")
         elif op.ignored:
             self.duplicate(text, where)
+        elif op.kind == "final":  # replaces the call's fragments
+            running = self._fragments[op.call] = hashlib.sha256()
+            running.update(text.encode("utf-16-le", "surrogatepass"))
         elif op.kind == "fragment":
             running = self._fragments.get(op.call)
             if running is None:
                 running = self._fragments[op.call] = hashlib.sha256()
-            running.update(text.encode("utf-8", "surrogatepass"))
+            running.update(text.encode("utf-16-le", "surrogatepass"))
         else:
             self._whole.setdefault(op.call, digest(text))
             self._pending.append((digest(text), where))  # used only if no fragment follows

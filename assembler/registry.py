@@ -4,6 +4,8 @@ Accepts the ``tools`` array a client sent: OpenAI Chat Completions
 (``[{"type": "function", "function": {"name", "parameters"}}]``), OpenAI Responses
 (``[{"type": "function", "name", "parameters"}]``) or Anthropic Messages
 (``[{"name", "input_schema"}]``). Server tools without a schema are registered by name.
+The Responses built-in tools a *client* runs have no name: each registers the name its
+calls carry (:data:`BUILTIN_CLIENT_TOOLS`: ``{"type": "shell"}`` → ``shell`` ...).
 """
 
 from __future__ import annotations
@@ -25,6 +27,17 @@ from .untrusted import parse_json, short
 #: Where a schema's ``$ref`` may lead: the schema itself and the JSON Schema meta-schemas
 #: (which jsonschema adds). Nothing is ever fetched: a remote ``$ref`` does not resolve.
 _NO_RETRIEVAL: referencing.Registry[Any] = referencing.Registry()
+
+
+#: Responses built-in tools the client runs, by ``type``: the name their calls carry (the
+#: output item type without ``_call``; :mod:`.dialects.responses_items`). No schema.
+BUILTIN_CLIENT_TOOLS: dict[str, str] = {
+    "local_shell": "local_shell",
+    "shell": "shell",
+    "apply_patch": "apply_patch",
+    "computer": "computer",
+    "computer_use_preview": "computer",
+}
 
 
 class RegistryError(ValueError):
@@ -238,6 +251,9 @@ class ToolRegistry:
                 raise RegistryError(f"tools[{i}]: expected an object")
             spec = tool.get("function") if isinstance(tool.get("function"), dict) else tool
             name = spec.get("name")
+            if name is None and tool.get("type") in BUILTIN_CLIENT_TOOLS:
+                schemas[BUILTIN_CLIENT_TOOLS[tool["type"]]] = None
+                continue
             if not isinstance(name, str) or not name:
                 raise RegistryError(f"tools[{i}]: missing 'name'")
             schema = spec.get("parameters", spec.get("input_schema", spec.get("inputSchema")))

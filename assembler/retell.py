@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .dialects.responses_items import TOOL_ITEMS, argument_value, executor, identity
 from .finalize import StrictJSONError, strict_loads
 from .mockwire import MOCK_DIALECTS, MockDialect, Script, WireCall, stream_events
 from .untrusted import parse_json
@@ -60,12 +61,20 @@ def _read(dialect: MockDialect, doc: dict[str, Any], name: str) -> tuple[Script,
         for item in _objects(doc.get("output")):
             if item.get("type") == "message":
                 text.extend(_str(p.get("text")) for p in _objects(item.get("content")) if p.get("type") == "output_text")
-            elif item.get("type") in ("function_call", "custom_tool_call"):
+            elif _retold(item, doc):
                 kind = item["type"]
-                given = _args(item.get("arguments" if kind == "function_call" else "input"), valued)
-                calls.append(WireCall(_str(item.get("call_id")), _str(item.get("name")), given, kind))
+                call_id, name = identity(item)
+                calls.append(WireCall(call_id or "", name or "", _args(argument_value(item), valued), kind))
         complete = doc.get("status") == "completed"
     return Script(name, tuple(t for t in text if t), tuple(calls), complete), bool(valued)
+
+
+def _retold(item: dict[str, Any], doc: dict[str, Any]) -> bool:
+    """A Responses output item the re-told stream carries: a tool item its client runs."""
+    if item.get("type") not in TOOL_ITEMS or item.get("type") == "mcp_call":
+        return False
+    response_id = doc.get("id") if isinstance(doc.get("id"), str) else None
+    return executor(item, response_id) == "client"
 
 
 def _objects(value: Any) -> list[dict[str, Any]]:
@@ -92,7 +101,8 @@ def untold_arguments(dialect: str | None, body: bytes) -> list[str]:
     """Where a non-streaming ``body`` holds argument text that its re-told stream leaves out,
     so that no call takes it: a further choice's calls or a legacy ``function_call``
     (OpenAI Chat), the ``input`` of a block other than ``tool_use`` (Anthropic), the
-    arguments of an item other than a function or custom tool call (Responses). Names the
+    arguments of an item no client runs (Responses: ``mcp_call``, a hosted shell call, xAI's
+    own sub-tools). Names the
     place, never the text; empty for a body that cannot be read (nothing is re-told then)."""
     doc, problem = parse_json(body)
     if problem is not None or not isinstance(doc, dict):
@@ -111,7 +121,8 @@ def untold_arguments(dialect: str | None, body: bytes) -> list[str]:
                 found.append(f"content[{i}].input")
     elif dialect == "openai-responses":
         for i, item in enumerate(_objects(doc.get("output"))):
-            if item.get("type") not in ("function_call", "custom_tool_call") and any(item.get(k) not in (None, {}, "") for k in ("arguments", "input")):
+            fields = ("arguments", "input", "action", "actions", "operation")
+            if not _retold(item, doc) and any(item.get(k) not in (None, {}, "") for k in fields):
                 found.append(f"output[{i}]")
     return found
 

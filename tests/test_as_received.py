@@ -158,3 +158,27 @@ def test_the_store_calls_on_idle_once_the_last_recording_is_saved_and_no_stream_
     asyncio.run(main())
     store.recordings.close()
     assert len(calls) == 1 and all(calls[0])  # once, after both recordings were saved
+
+
+@pytest.mark.parametrize("late", ["final differs from deltas", "later final differs", "delta after final"])
+def test_responses_text_a_final_text_left_aside_is_never_downloaded_as_received(late: str) -> None:
+    def sse(e: dict[str, Any]) -> bytes:
+        return f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+
+    item = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": ""}
+    delta = {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": '{"s": "CANARY"}'}
+    final = '{"s": "x"}' if late == "final differs from deltas" else '{"s": "CANARY"}'
+    events = [
+        {"type": "response.created", "response": {"id": "r1", "status": "in_progress"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        delta,
+        {"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0, "arguments": final},
+        {"type": "response.output_item.done", "output_index": 0, "item": {**item, "arguments": '{"s": "y"}' if late == "later final differs" else final}},
+        {"type": "response.completed", "response": {"id": "r1", "status": "completed"}},
+    ]
+    if late == "delta after final":
+        events.insert(4, {**delta, "delta": "CANARY2"})
+    session = finished(b"".join(sse(e) for e in events), dialect="openai-responses")
+    (result,) = session.pipeline.results()
+    assert [c.state.value for c in result.calls] == ["committed"]
+    assert both(session) == (False, False)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from assembler.assembler import Assembler
 from assembler.config import AssembleConfig
 from assembler.model import (
+    ArgsFinal,
     ArgsFragment,
     BlockStop,
     CallIdentity,
@@ -581,3 +582,41 @@ def test_apply_refuses_what_is_not_an_op_before_changing_anything(thing: object)
     assert not asm.began
     events = run(asm, [*call_ops((0,), "c1", "f", "{}"), StreamEnd()])
     assert [e.kind for e in events][0] == "stream_start" and states(asm) == [CallState.COMMITTED]
+
+
+# ------------------------------------------------------------------ ArgsFinal
+
+
+def test_final_text_replaces_the_fragments_received() -> None:
+    asm, _ = make()
+    run(asm, [CallStart((0,), "c1", "f"), ArgsFragment((0,), '{"a":'), ArgsFragment((0,), '"pre'), ArgsFinal((0,), '{"a":"final"}'), StreamEnd()])
+    (call,) = asm.result().calls
+    assert call.state is CallState.COMMITTED and call.arguments == {"a": "final"}
+    assert call.bytes == len('{"a":"final"}') and call.fragments == 3
+
+
+def test_final_text_replaces_arguments_that_came_whole() -> None:
+    asm, _ = make()
+    run(asm, [CallStart((0,), "c1", "f", whole_arguments='{"a":1}'), ArgsFinal((0,), '{"a":2}'), StreamEnd()])
+    assert asm.result().calls[0].arguments == {"a": 2}
+
+
+def test_final_text_over_the_byte_limit_fails_the_call() -> None:
+    asm, _ = make(AssembleConfig(max_tool_argument_bytes=8))
+    run(asm, [CallStart((0,), "c1", "f"), ArgsFragment((0,), "{}"), ArgsFinal((0,), '{"a":"long"}'), StreamEnd()])
+    (call,) = asm.result().calls
+    assert call.state is CallState.FAILED and (call.reason or "").startswith("arguments_exceed_max_bytes")
+
+
+def test_final_text_after_the_block_stopped_fails_the_call() -> None:
+    asm, _ = make()
+    run(asm, [CallStart((0,), "c1", "f"), ArgsFragment((0,), "{}"), BlockStop((0,)), ArgsFinal((0,), '{"a":1}'), StreamEnd()])
+    (call,) = asm.result().calls
+    assert call.state is CallState.FAILED and "after the block stopped" in (call.reason or "")
+
+
+def test_invalid_final_text_is_diagnosed_as_one_fragment() -> None:
+    asm, _ = make()
+    run(asm, [CallStart((0,), "c1", "f"), ArgsFragment((0,), '{"a":1}'), ArgsFinal((0,), '{"a":1,}'), StreamEnd()])
+    (call,) = asm.result().calls
+    assert call.state is CallState.FAILED and call.diagnosis is not None and call.diagnosis.get("fragment_index") == 0

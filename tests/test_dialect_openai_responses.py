@@ -146,19 +146,26 @@ def test_arguments_only_in_output_item_done() -> None:
     assert call.state is CallState.COMMITTED and call.arguments == {"q": 1}
 
 
-def test_done_text_differing_from_deltas_is_a_quirk_and_deltas_win() -> None:
-    events = function_call(0, "call_A", "add", ['{"a":', "1}"], done='{"a": 1}')
+def test_done_text_differing_from_deltas_replaces_them_and_is_a_quirk() -> None:
+    events = function_call(0, "call_A", "add", ['{"a":', "1}"], done='{"a": 2}')
+    result = run([RESP, *events, COMPLETED])
+    assert result.calls[0].state is CallState.COMMITTED and result.calls[0].arguments == {"a": 2}
+    assert result.quirks == {"done_arguments_differ": 1}
+    assert result.calls[0].bytes == len('{"a": 2}')
+
+
+def test_dropped_deltas_commit_the_final_text() -> None:
+    """A gateway that drops deltas: the preview does not parse, the final text does."""
+    events = function_call(0, "call_A", "add", ['{"a":', "1"], done='{"a":1}')
     result = run([RESP, *events, COMPLETED])
     assert result.calls[0].state is CallState.COMMITTED and result.calls[0].arguments == {"a": 1}
     assert result.quirks == {"done_arguments_differ": 1}
 
 
-def test_invalid_deltas_fail_even_when_done_text_is_valid() -> None:
-    events = function_call(0, "call_A", "add", ['{"a":', "1"], done='{"a":1}')
-    result = run([RESP, *events, COMPLETED])
-    call = result.calls[0]
+def test_invalid_final_text_fails_even_when_deltas_were_valid() -> None:
+    events = function_call(0, "call_A", "add", ['{"a":1}'], done='{"a":1')
+    call = run([RESP, *events, COMPLETED]).calls[0]
     assert call.state is CallState.FAILED and (call.reason or "").startswith("invalid_json")
-    assert result.quirks == {"done_arguments_differ": 1}
 
 
 def test_equal_done_text_is_no_quirk_and_adapter_never_resends_it() -> None:
@@ -268,3 +275,66 @@ def test_cancel_mid_stream_cancels_the_open_call() -> None:
     (result,) = pipeline.results()
     assert result.end == "cancelled" and result.calls[0].state is CallState.CANCELLED
     assert [(r.tool_call_id, r.is_error) for r in result.results] == [("call_A", True)]
+
+
+# ------------------------------------------------------------------ the finalized text is authoritative
+
+
+def test_custom_tool_done_text_differing_from_its_deltas_replaces_them() -> None:
+    item = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_C", "name": "code_exec", "input": ""}
+    events = [
+        RESP,
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.custom_tool_call_input.delta", "item_id": "ctc_1", "output_index": 0, "delta": 'print("a'},
+        {"type": "response.custom_tool_call_input.done", "item_id": "ctc_1", "output_index": 0, "input": 'print("a", "b")'},
+        {"type": "response.output_item.done", "output_index": 0, "item": {**item, "input": 'print("a", "b")'}},
+        COMPLETED,
+    ]
+    result = run(events)
+    assert result.calls[0].arguments == {"input": 'print("a", "b")'}
+    assert result.quirks == {"custom_tool_input_wrapped": 1, "done_arguments_differ": 1}
+
+
+def completed_with(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "output": list(items)}}
+
+
+def test_response_completed_output_is_final_where_no_done_event_came() -> None:
+    added = {"type": "response.output_item.added", "output_index": 0, "item": fc_item("call_A", "add", "fc_0")}
+    delta = {"type": "response.function_call_arguments.delta", "item_id": "fc_0", "output_index": 0, "delta": '{"a":'}
+    result = run([RESP, added, delta, completed_with(fc_item("call_A", "add", "fc_0", '{"a":3}', "completed"))])
+    assert result.calls[0].state is CallState.COMMITTED and result.calls[0].arguments == {"a": 3}
+    assert result.quirks == {"done_arguments_differ": 1}
+
+
+def test_item_only_in_response_completed_is_a_call() -> None:
+    result = run([RESP, completed_with(fc_item("call_A", "add", "fc_0", '{"a":3}', "completed"))])
+    (call,) = result.calls
+    assert (call.call_id, call.state, call.arguments) == ("call_A", CallState.COMMITTED, {"a": 3})
+    assert result.quirks == {"item_only_in_response_completed": 1}
+    # a streamed item repeated in response.completed is the same call, matched by item or call id
+    events = function_call(0, "call_A", "add", ['{"a":3}'])
+    for repeated in (fc_item("call_A", "add", "fc_0", '{"a":3}'), fc_item("call_A", "add", "other_id", '{"a":3}')):
+        again = run([RESP, *events, completed_with(repeated)])
+        assert len(again.calls) == 1 and again.quirks == {}
+
+
+def test_a_later_final_text_that_differs_is_a_quirk_and_the_first_stays() -> None:
+    events = function_call(0, "call_A", "add", ['{"a":1}'])
+    events[-1] = {**events[-1], "item": fc_item("call_A", "add", "fc_0", '{"a":2}', "completed")}
+    result = run([RESP, *events, completed_with(fc_item("call_A", "add", "fc_0", '{"a":2}', "completed"))])
+    assert result.calls[0].arguments == {"a": 1}
+    assert result.quirks == {"final_arguments_differ": 2}
+
+
+def test_delta_after_the_final_text_is_ignored() -> None:
+    events = function_call(0, "call_A", "add", ['{"a":1}'])
+    late = {"type": "response.function_call_arguments.delta", "item_id": "fc_0", "output_index": 0, "delta": "xx"}
+    result = run([RESP, *events[:3], late, *events[3:], COMPLETED])
+    assert result.calls[0].state is CallState.COMMITTED and result.calls[0].arguments == {"a": 1}
+    assert result.quirks == {"delta_after_done": 1}
+
+
+def test_empty_final_text_is_no_text() -> None:
+    result = run([RESP, *function_call(0, "call_A", "add", ['{"a":1}'], done=""), COMPLETED])
+    assert result.calls[0].arguments == {"a": 1} and result.quirks == {}

@@ -265,10 +265,11 @@ STRAY: dict[str, bytes] = {
         chat({"tool_calls": [entry(0, "{}", "c1")]}, "tool_calls"), "[DONE]", chat({"tool_calls": [entry(1, '{"p": "' + SECRET + '"}', "c2")]}), done=True
     ).replace(b'data: "[DONE]"', b"data: [DONE]"),
     "anthropic fragment after message_stop": anthropic(block_start(0), partial(0, "{}"), stop(0)) + sse(partial(0, '{"p": "' + SECRET + '"}')),
-    "responses done text unlike its deltas": responses(
+    "responses item done text unlike the final text": responses(
         added(arguments=""),
         ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta", "item_id": "fc1", "output_index": 0, "delta": "{}"}),
-        ("response.function_call_arguments.done", {"type": "response.function_call_arguments.done", "item_id": "fc1", "output_index": 0, "arguments": '{"p": "' + SECRET + '"}'}),
+        ("response.function_call_arguments.done", {"type": "response.function_call_arguments.done", "item_id": "fc1", "output_index": 0, "arguments": "{}"}),
+        ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item(arguments='{"p": "' + SECRET + '"}')}),
     ),
     "responses completed output unlike the call": sse(
         ("response.created", {"type": "response.created", "response": {"id": "r"}}),

@@ -312,7 +312,7 @@ def test_the_reason_quotes_no_argument_key_or_value() -> None:
 def test_ordinary_events_are_never_re_read(monkeypatch: pytest.MonkeyPatch) -> None:
     reads: list[str] = []
     real = dialect_base.strict_loads
-    monkeypatch.setattr(dialect_base, "strict_loads", lambda text: reads.append(text) or real(text))
+    monkeypatch.setattr(dialect_base, "strict_loads", lambda text, **kw: reads.append(text) or real(text, **kw))
     calls = [("call_1", "get_weather", ['{"city":', '"Paris"}'])]
     for data in (openai_sse(openai_tool_chunks(calls)), anthropic_sse(anthropic_tool_events(calls))):
         assert [c.state for c in assemble(data).calls] == [CallState.COMMITTED]

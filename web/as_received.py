@@ -25,8 +25,12 @@ from assembler.retell import untold_arguments
 from .live import LiveSession
 
 #: Quirks that mean the assembler left argument text aside (after a stream's end, after a
-#: call's end, a ``.done`` text unlike the deltas): such a recording holds text no call committed.
-TEXT_LEFT_ASIDE = frozenset({"op_after_stream_end", "chunk_after_stream_end", "fragment_after_call_ended", "done_arguments_differ"})
+#: call's end, deltas a differing final text replaced, a later final text unlike the first,
+#: a delta after the final text): such a recording holds text no call committed.
+TEXT_LEFT_ASIDE = frozenset({
+    "op_after_stream_end", "chunk_after_stream_end", "fragment_after_call_ended",
+    "done_arguments_differ", "final_arguments_differ", "delta_after_done",
+})
 #: Provider events :func:`check_as_received` reads between two yields to the event loop
 #: (about half a millisecond of work for chunks of a few hundred bytes).
 CHECK_STEP_EVENTS = 16

@@ -23,6 +23,7 @@ from assembler.capture import ProviderEvent
 from assembler.dialects import DialectAdapter, detect, make_adapter
 from assembler.jsonprefix import diagnose
 from assembler.model import (
+    ArgsFinal,
     ArgsFragment,
     BlockStop,
     CallKey,
@@ -87,6 +88,9 @@ def call_fragments(events: Iterable[ProviderEvent], dialect: str, stream: int, k
                 elif isinstance(op, ArgsFragment) and op.key == key:
                     found = True
                     fragments.append(op.text)
+                elif isinstance(op, ArgsFinal) and op.key == key:  # the provider's final text replaces the preview
+                    found = True
+                    fragments[:] = [op.text]
                 elif (isinstance(op, BlockStop) and op.key == key) or isinstance(op, (StreamEnd, StreamTruncated, StreamError, Cancel)):
                     closed = True
     return _joined(fragments, whole) if found else None

@@ -24,7 +24,7 @@ class DialectAdapter(Protocol):
     def close(self) -> list[Op]: ...
 
 
-def strictness_fault(event: ProviderEvent) -> str | None:
+def strictness_fault(event: ProviderEvent, *, string_pieces: bool = False) -> str | None:
     """Why ``event``'s payload text is not strict JSON, or None when it is.
 
     Call it only for an event that carries argument text as a JSON *value*: the event was
@@ -34,11 +34,14 @@ def strictness_fault(event: ProviderEvent) -> str | None:
     (``duplicate object key``, ``non-standard constant NaN``, ``number out of range``,
     ``string holds a lone surrogate``) and never quotes the text. An event without raw
     text (built in memory, where a dict cannot hold a duplicate key) is taken as it is.
+    ``string_pieces``: the event's strings may be pieces of longer strings (Gemini
+    ``partialArgs`` ``stringValue``), so a lone surrogate is left to the latch, which
+    judges the joined text (:func:`~assembler.finalize.join_surrogate_pairs`).
     """
     if event.raw is None:
         return None
     try:
-        strict_loads(event.raw)
+        strict_loads(event.raw, string_pieces=string_pieces)
     except StrictJSONError as exc:
         return f"{exc.problem} in the event that carried the arguments"
     return None

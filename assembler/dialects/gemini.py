@@ -251,7 +251,9 @@ class _Strictness:
     def check(self, key: CallKey, ops: list[Op]) -> None:
         """Append :class:`~assembler.model.ArgsNotStrict` for ``key`` if the chunk is not strict."""
         if not self._done:
-            self._fault, self._done = strictness_fault(self._event), True
+            # stringValue parts are pieces of one string: a surrogate pair may be split
+            # across two chunks, and only the joined text (at the latch) can be judged
+            self._fault, self._done = strictness_fault(self._event, string_pieces=True), True
         if self._fault is not None:
             ops.append(ArgsNotStrict(key, self._fault))
 

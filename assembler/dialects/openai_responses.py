@@ -4,16 +4,16 @@ Provider document: OpenAI API reference, "Responses → Streaming events":
 ``response.created`` → per output item ``response.output_item.added`` →
 ``response.function_call_arguments.delta`` (``item_id``, ``output_index``, ``delta``) →
 ``response.function_call_arguments.done`` (``arguments``) → ``response.output_item.done``
-(the whole item) → ``response.completed``. ``response.incomplete`` (e.g.
-``max_output_tokens``) means the output was cut; ``response.failed`` and the ``error``
-event mean the provider failed. Every event carries its own ``type``, so an event whose
-``data:`` line precedes its ``event:`` line (Bedrock Mantle) reads the same.
+(the whole item) → ``response.completed`` (the whole response, its ``output`` items
+included). ``response.incomplete`` (e.g. ``max_output_tokens``) means the output was cut;
+``response.failed`` and the ``error`` event mean the provider failed. Every event carries
+its own ``type``, so an event whose ``data:`` line precedes its ``event:`` line (Bedrock
+Mantle) reads the same.
 
-Tool items: ``function_call`` (client; call id = the item's ``call_id``, *not* its
-``id``), ``custom_tool_call`` (client; free-text ``input`` streamed by
-``response.custom_tool_call_input.delta``/``.done``) and ``mcp_call`` (run by the
-provider, ``executor: server``; arguments by ``response.mcp_call_arguments.delta``/
-``.done``; it has no ``call_id``, its item ``id`` names it).
+Tool items, who runs each and where its argument text is: :mod:`.responses_items`
+(``function_call``, ``custom_tool_call``, ``local_shell_call``, ``shell_call``,
+``apply_patch_call``, ``computer_call`` are run by the client and each owes one result;
+``mcp_call``, a hosted ``shell_call`` and xAI's own search sub-tools by the provider).
 
 Keying: a call is ``(output_index,)``; ``item_id`` is mapped to that key when the item is
 added and wins over a disagreeing ``output_index``. A further item at an ``output_index``
@@ -23,11 +23,21 @@ the index's single item that has not ended, and when several have not ended the 
 cannot be read (a stream error, every open call fails). ``output_item.done`` is the block
 stop.
 
-``.done`` texts: where no delta arrived (LM Studio) the ``.done`` (or
-``output_item.done``) text *is* the arguments and is sent as one fragment. Where deltas
-arrived they stay authoritative; a ``.done`` text that differs from their concatenation is
-recorded as quirk ``done_arguments_differ``. The comparison keeps a running SHA-256 of
-the deltas, not a second copy of the (possibly secret, possibly huge) text.
+**The finalized arguments are authoritative; deltas are a preview.** The first finalized
+text of an item (``.done``, else ``output_item.done``, else the item in
+``response.completed``'s ``output``) is compared with its joined deltas by a running SHA-256
+(of UTF-16 code units, so a surrogate pair split across deltas is the one character it is;
+never a second copy of the possibly secret, possibly huge text): where no delta arrived (LM
+Studio) the text is sent as the one fragment (quirk ``arguments_only_in_done``); where it
+differs (a gateway that dropped deltas) it *replaces* them (:class:`~..model.ArgsFinal`,
+quirk ``done_arguments_differ``), so the final text is what the latch checks and commits.
+A later finalized text that differs from the first is quirk ``final_arguments_differ`` (the
+first stays); a delta after the final text is ignored (quirk ``delta_after_done``); an empty
+final text is no text. The action or operation of a ``local_shell_call``, ``shell_call``,
+``apply_patch_call`` or ``computer_call`` arrives whole with ``output_item.added`` and is
+final at ``output_item.done``; a shell call's command deltas only route to their item. A
+tool item found only in ``response.completed`` is a call (quirk
+``item_only_in_response_completed``): it owes its result like any other.
 
 ``arguments`` (or a custom tool's ``input``) given as a JSON value instead of a string (in
 ``output_item.added``/``.done``, ``.done`` or a ``.delta``) is judged as its JSON text (quirk
@@ -45,19 +55,18 @@ name is checked.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import jsontext
 from ..capture import ProviderEvent
 from ..model import (
+    ArgsFinal,
     ArgsFragment,
     BlockStop,
     CallIdentity,
     CallKey,
     CallStart,
-    Executor,
     Op,
     Quirk,
     StreamEnd,
@@ -65,24 +74,10 @@ from ..model import (
     StreamStart,
     StreamTruncated,
 )
+from . import responses_items as items
 from .base import check_strict
 from .ends import end_ops
-
-#: Output item types that are tool calls, and who runs them.
-TOOL_ITEMS: dict[str, Executor] = {"function_call": "client", "custom_tool_call": "client", "mcp_call": "server"}
-
-_DELTAS = {
-    "response.function_call_arguments.delta": "function_call",
-    "response.custom_tool_call_input.delta": "custom_tool_call",
-    "response.mcp_call_arguments.delta": "mcp_call",
-}
-_DONES = {
-    "response.function_call_arguments.done": ("function_call", "arguments"),
-    "response.custom_tool_call_input.done": ("custom_tool_call", "input"),
-    "response.mcp_call_arguments.done": ("mcp_call", "arguments"),
-}
-_WRAP_OPEN, _WRAP_CLOSE = '{"input":"', '"}'
-
+from .responses_items import _DELTAS, _DONES, _PREVIEWS, _WRAP_CLOSE, _WRAP_OPEN, KINDS, TOOL_ITEMS, digest as _digest, escape as _escape
 
 @dataclass
 class _Item:
@@ -93,7 +88,7 @@ class _Item:
     name: str | None = None
     digest: Any = field(default_factory=hashlib.sha256)
     deltas: int = 0
-    settled: bool = False  # a .done text was compared (or used)
+    final: bytes | None = None  # digest of the finalized text, once one was used
     wrap_open: bool = False  # custom tool: '{"input":"' sent, '"}' owed
     stopped: bool = False
 
@@ -106,8 +101,10 @@ class OpenAIResponsesAdapter:
     def __init__(self) -> None:
         self._started = False
         self._ended = False
+        self._response_id: str | None = None
         self._items: dict[CallKey, _Item] = {}
         self._by_item_id: dict[str, CallKey] = {}
+        self._by_call_id: dict[str, CallKey] = {}
         self._at_index: dict[int, list[CallKey]] = {}  # output_index -> its items' keys, in order
         # output_index -> its items that have not ended, and those of them without an item_id
         # (ordered sets): an event is routed in O(1) however many items share an index
@@ -137,10 +134,16 @@ class OpenAIResponsesAdapter:
             ops: list[Op] = []
             item = self._find(data, item_kind, ops, quiet=True)
             return ops + self._settle(item, data.get(field_name), event) if item is not None else [Quirk("done_for_unknown_item")]
+        if kind in _PREVIEWS:
+            ops = []
+            self._find(data, _PREVIEWS[kind], ops)
+            return ops
         if kind == "response.output_item.done":
             return self._item_done(data, event)
         if kind == "response.completed":
-            return self._finish(StreamEnd("response.completed"))
+            response = data.get("response")
+            ops = self._completed_items(response.get("output") if isinstance(response, dict) else None, event)
+            return ops + self._finish(StreamEnd("response.completed"))
         if kind == "response.incomplete":
             details = (data.get("response") or {}).get("incomplete_details") or {}
             reason = details.get("reason") if isinstance(details, dict) else None
@@ -166,9 +169,10 @@ class OpenAIResponsesAdapter:
         if self._started and not self._ended:
             ops.append(StreamTruncated("a new response.created arrived before response.completed"))
         self._started, self._ended = True, False
-        self._items, self._by_item_id, self._at_index = {}, {}, {}
+        self._items, self._by_item_id, self._by_call_id, self._at_index = {}, {}, {}, {}
         self._live_at, self._unnamed_at = {}, {}
         response = data.get("response") if isinstance(data.get("response"), dict) else {}
+        self._response_id = response.get("id") if isinstance(response.get("id"), str) else None
         ops.append(StreamStart({"response_id": response.get("id"), "model": response.get("model")}))
         return ops
 
@@ -192,6 +196,9 @@ class OpenAIResponsesAdapter:
         text = data.get("delta")
         if item is None or text is None or text == "":
             return ops
+        if item.final is not None and not item.stopped:
+            ops.append(Quirk("delta_after_done"))  # the final text is authoritative
+            return ops
         if not isinstance(text, str):  # a JSON value where a text fragment belongs: judged as its JSON text
             ops.append(Quirk("arguments_as_json_value"))
             check_strict(item.key, event, ops)  # the event's parse may have hidden a duplicate key
@@ -199,7 +206,7 @@ class OpenAIResponsesAdapter:
         if item.stopped:
             ops.append(ArgsFragment(item.key, text))  # the assembler fails the call: text after block stop
             return ops
-        item.digest.update(text.encode("utf-8", "surrogatepass"))
+        item.digest.update(text.encode("utf-16-le", "surrogatepass"))  # UTF-16: a pair split across deltas hashes as one character
         item.deltas += 1
         if item.kind == "custom_tool_call":
             prefix = "" if item.wrap_open else _WRAP_OPEN
@@ -221,16 +228,29 @@ class OpenAIResponsesAdapter:
             ops.append(Quirk("output_item_done_without_added"))
             item = self._start(item_obj, index, ops, event)
         else:
-            call_id, name = _identity(item_obj)
-            new_id = call_id if call_id and not item.call_id else None
-            new_name = name if name and name != item.name else None  # a different one fails the call
-            if new_id or new_name:
-                item.call_id, item.name = item.call_id or new_id, item.name or new_name
-                ops.append(CallIdentity(item.key, new_id, new_name))
-        field_name = "input" if item.kind == "custom_tool_call" else "arguments"
-        if not item.settled:
-            ops.extend(self._settle(item, item_obj.get(field_name), event))
+            self._identify(item, item_obj, ops)
+        ops.extend(self._settle(item, items.argument_value(item_obj), event))
         ops.extend(self._stop(item))
+        return ops
+
+    def _completed_items(self, output: Any, event: ProviderEvent) -> list[Op]:
+        """The tool items of ``response.completed``'s ``output``: final texts, and calls that
+        no other event announced."""
+        ops: list[Op] = []
+        if not isinstance(output, list):
+            return ops
+        for index, item_obj in enumerate(output):
+            if not isinstance(item_obj, dict) or item_obj.get("type") not in TOOL_ITEMS:
+                continue
+            item = self._known(item_obj)
+            if item is None:
+                if item_obj.get("id") is None and items.identity(item_obj)[0] is None:
+                    continue  # nothing names it: it cannot be told from the items streamed
+                ops.append(Quirk("item_only_in_response_completed"))
+                self._start(item_obj, index if index not in self._at_index else max(self._at_index) + 1, ops, event)
+                continue  # its text came whole with its start
+            self._identify(item, item_obj, ops)
+            ops.extend(self._settle(item, items.argument_value(item_obj), event))
         return ops
 
     def _finish(self, op: Op) -> list[Op]:
@@ -248,7 +268,7 @@ class OpenAIResponsesAdapter:
 
     def _start(self, item_obj: dict[str, Any], index: int, ops: list[Op], event: ProviderEvent | None = None) -> _Item:
         kind = item_obj["type"]
-        call_id, name = _identity(item_obj)
+        call_id, name = items.identity(item_obj)
         used = self._at_index.setdefault(index, [])
         if used:
             ops.append(Quirk("output_index_reused"))
@@ -262,14 +282,35 @@ class OpenAIResponsesAdapter:
             self._by_item_id[item_id] = key
         else:
             self._unnamed_at.setdefault(index, {})[key] = None
-        value = item_obj.get("input" if kind == "custom_tool_call" else "arguments")
-        whole = _whole_text(kind, value, ops)
-        ops.append(CallStart(key, call_id, name, TOOL_ITEMS[kind], whole))
+        if call_id is not None:
+            self._by_call_id.setdefault(call_id, key)
+        value = items.argument_value(item_obj)
+        whole = items.as_text(kind, value, ops)
+        ops.append(CallStart(key, call_id, name, items.executor(item_obj, self._response_id), whole, item=kind))
         if whole is not None and not isinstance(value, str) and event is not None:
             check_strict(key, event, ops)  # the event's parse may have hidden a duplicate key
         if kind == "custom_tool_call":
             ops.append(Quirk("custom_tool_input_wrapped"))
         return item
+
+    def _identify(self, item: _Item, item_obj: dict[str, Any], ops: list[Op]) -> None:
+        """Set the call id and name a later event gives, where the call has none yet."""
+        call_id, name = items.identity(item_obj)
+        new_id = call_id if call_id and not item.call_id else None
+        new_name = name if name and name != item.name else None  # a different one fails the call
+        if new_id or new_name:
+            item.call_id, item.name = item.call_id or new_id, item.name or new_name
+            if new_id:
+                self._by_call_id.setdefault(new_id, item.key)
+            ops.append(CallIdentity(item.key, new_id, new_name))
+
+    def _known(self, item_obj: dict[str, Any]) -> _Item | None:
+        """The streamed item ``item_obj`` (a whole item) is, by its item id, else its call id."""
+        item_id, call_id = item_obj.get("id"), items.identity(item_obj)[0]
+        key = self._by_item_id.get(item_id) if isinstance(item_id, str) else None
+        if key is None and call_id is not None:
+            key = self._by_call_id.get(call_id)
+        return self._items[key] if key is not None else None
 
     def _find(self, data: dict[str, Any], kind: str, ops: list[Op], quiet: bool = False) -> _Item | None:
         """The item an event belongs to; ``quiet``: None instead of starting an unknown one.
@@ -308,27 +349,35 @@ class OpenAIResponsesAdapter:
         ops.append(Quirk("delta_before_output_item_added"))
         return self._start({"type": kind, "id": item_id}, index, ops)
 
-    def _settle(self, item: _Item, text: Any, event: ProviderEvent) -> list[Op]:
-        """Use or compare a ``.done`` text (see the module docstring)."""
+    def _settle(self, item: _Item, value: Any, event: ProviderEvent) -> list[Op]:
+        """Use or compare a finalized text (see the module docstring)."""
         ops: list[Op] = []
-        if item.settled or item.stopped:
-            return ops
-        item.settled = True
-        json_value = text is not None and not isinstance(text, str)
-        if json_value:
+        json_value = value is not None and not isinstance(value, str)
+        if json_value and KINDS[item.kind].streams:
             ops.append(Quirk("arguments_as_json_value"))
-            text = jsontext.dumps(text)  # any depth: the latch judges it
-        if not isinstance(text, str):
+        raw = jsontext.dumps(value) if json_value else value  # any depth: the latch judges it
+        if not isinstance(raw, str) or raw == "":
+            return ops  # no final text here
+        final = _digest(raw)
+        if item.final is not None or item.stopped:  # a text is already final: compare only
+            settled = item.final if item.final is not None else item.digest.digest()
+            if final != settled:
+                ops.append(Quirk("final_arguments_differ"))
             return ops
+        item.final = final
+        text = items.wrap(raw) if item.kind == "custom_tool_call" else raw
         if item.deltas == 0:
-            if text:
+            if KINDS[item.kind].streams:
                 ops.append(Quirk("arguments_only_in_done"))
-                wrapped = _WRAP_OPEN + _escape(text) + _WRAP_CLOSE if item.kind == "custom_tool_call" else text
-                ops.append(ArgsFragment(item.key, wrapped))
-                if json_value:
-                    check_strict(item.key, event, ops)  # the event's parse may have hidden a duplicate key
-        elif hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest() != item.digest.digest():
+            ops.append(ArgsFragment(item.key, text))
+        elif final != item.digest.digest():
             ops.append(Quirk("done_arguments_differ"))
+            ops.append(ArgsFinal(item.key, text))  # the final text replaces the deltas
+            item.wrap_open = False  # the replacement is the whole wrapped text
+        else:
+            return ops
+        if json_value:
+            check_strict(item.key, event, ops)  # the event's parse may have hidden a duplicate key
         return ops
 
     def _stop(self, item: _Item) -> list[Op]:
@@ -348,32 +397,11 @@ class _Unroutable(Exception):
     """An event that could belong to more than one item: the stream cannot be read."""
 
 
-def _identity(item: dict[str, Any]) -> tuple[str | None, str | None]:
-    ref = item.get("id") if item.get("type") == "mcp_call" else item.get("call_id")
-    name = item.get("name")
-    return (ref if isinstance(ref, str) and ref else None, name if isinstance(name, str) and name else None)
-
-
-def _whole_text(kind: str, value: Any, ops: list[Op]) -> str | None:
-    """The argument text an item carries whole (None: none); a JSON value becomes its JSON
-    text (a custom tool's input: that text, wrapped)."""
-    if value is not None and not isinstance(value, str):
-        ops.append(Quirk("arguments_as_json_value"))
-        value = jsontext.dumps(value)
-        if kind != "custom_tool_call":
-            return value
-    if not isinstance(value, str) or not value:
-        return None
-    return _WRAP_OPEN + _escape(value) + _WRAP_CLOSE if kind == "custom_tool_call" else value
-
-
-def _escape(text: str) -> str:
-    """``text`` as the inside of a JSON string literal (encoding only; nothing is parsed)."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]
-
-
 def _error_detail(error: Any) -> str:
     if isinstance(error, dict):
         parts = [str(error.get(k)) for k in ("type", "code", "message") if error.get(k)]
         return ": ".join(parts) or "provider error"
     return str(error) if error else "provider error"
+
+
+__all__ = ["TOOL_ITEMS", "OpenAIResponsesAdapter"]
