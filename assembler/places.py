@@ -34,6 +34,7 @@ from .redactor import (
     mask_value,
     placeholder,
 )
+from .scalarmask import MaskPlan, as_value_like, mask_scalars_value
 from .untrusted import parse_json
 
 Json = Any
@@ -56,8 +57,10 @@ class PlaceMasker:
     """Masks places of argument text and records their use in :attr:`ledger`; a dialect's
     methods (:class:`~.masker.DialectMasker`) say where the places are."""
 
-    def __init__(self) -> None:
-        self.ledger = Ledger()
+    def __init__(self, plan: MaskPlan | None = None, *, record: bool = False) -> None:
+        #: what to mask of each call (calls that did not commit: every scalar); None: string values only
+        self.plan = plan
+        self.ledger = Ledger(record=record)
         self.scanners = Scanners()
         self._ops: list[ArgOp] = []
         self._next = 0
@@ -101,17 +104,22 @@ class PlaceMasker:
         text = value if isinstance(value, str) else jsontext.dumps(value)
         where = f"{self._where} ({what})"
         op = self._take(("whole", "fragment") if whole or repeat else ("fragment",), lambda t: t == text)
+        plan = self.plan
         if op is not None:
             self.ledger.taken(op, text, where)
             if op.kind == "fragment":
-                masked = self.scanners.mask(op.call, text)
+                masked = (plan.fragment(op.call, text) if plan else None) or self.scanners.mask(op.call, text)
                 return masked if isinstance(value, str) else _value_like(value, masked)
+            if plan is not None and not op.ignored and (whole_text := plan.whole(op.call)) is not None:
+                return as_value_like(value, whole_text)
         elif value == {} or value == []:
             return value  # no text: nothing to mask or to account for
         elif whole or repeat:
             self.ledger.duplicate(text, where)
         else:  # a fragment no op carried
             return self.unread(value, what)
+        if plan is not None and (again := plan.repeated(text)) is not None:  # no committed call's text
+            return as_value_like(value, again)
         return mask_json_text(value) if isinstance(value, str) else mask_arguments(value)
 
     def free(self, value: Any, what: str) -> Any:
@@ -135,7 +143,7 @@ class PlaceMasker:
         if is_empty(value):
             return value
         self.ledger.ignored(f"{self._where} ({what})")
-        return mask_all(value) if isinstance(value, str) else mask_arguments(value)
+        return mask_all(value) if isinstance(value, str) else mask_scalars_value(value)
 
     def objects(self, obj: dict[str, Any], key: str) -> list[dict[str, Any]]:
         """The objects of the array ``obj[key]`` (choices, tool calls, candidates, parts). A

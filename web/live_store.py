@@ -28,6 +28,7 @@ from typing import Any
 
 from assembler.capture import CaptureError
 from assembler.export import redact_capture
+from assembler.registry import RegistryError
 from assembler.retell import retell_body
 
 from .as_received import (  # TEXT_LEFT_ASIDE, download_as_received: re-exported
@@ -42,7 +43,7 @@ from .live import LiveSession, LiveSource, usable_registry
 from .render import Renderer
 from .replay import SessionStore
 from .session import Session, Status
-from .sources import LoadedSource, SourceError, check
+from .sources import LoadedSource, SourceError, check, registry_from_tools
 from .store import Store, StoredSource
 
 log = logging.getLogger("toollatch.web")
@@ -179,7 +180,7 @@ class LiveSessionStore(SessionStore):
         if session.echoed_secret:  # the recording keeps the redacted reproducer: made in steps too
             src = session.live_source
             try:
-                reproducer = await redacted_in_steps(src.stream_data, src.name, session.pipeline.dialect)
+                reproducer = await redacted_in_steps(src.stream_data, src.name, session.pipeline.dialect, judged_by=session.pipeline)
             except (CaptureError, ValueError, RecursionError):
                 reproducer = b""
         prepared = prepare_recording(session, forwarded_secrets, as_received, reproducer)
@@ -267,7 +268,13 @@ def prepare_recording(
         # (argument strings masked, same verdicts) instead of the bytes.
         if reproducer is None:
             try:
-                reproducer = redact_capture(session.live_source.stream_data, session.live_source.name, session.pipeline.dialect)
+                reproducer = redact_capture(
+                    session.live_source.stream_data,
+                    session.live_source.name,
+                    session.pipeline.dialect,
+                    registry=session.pipeline.registry,
+                    config=session.pipeline.config,
+                )
             except (CaptureError, ValueError):
                 reproducer = b""
         body = scrub_bytes(reproducer, secrets)[0]
@@ -293,9 +300,14 @@ def redacted_recording(stored: StoredSource) -> tuple[bytes, str, str]:
     """``(body, media type, file suffix)`` of a recording's redacted reproducer
     (:func:`assembler.export.redact_capture` of what it replays: a non-streaming JSON body
     as the stream that would have carried it). Every string value of argument text and
-    every text delta is masked; keys, numbers, fragment boundaries and byte lengths stay,
-    so it assembles to the same verdicts. Raises ``CaptureError``/``ValueError`` if unreadable."""
-    body = redact_capture(replay_bytes(stored), stored.name, stored.meta.get("dialect"))
+    every text delta is masked, and every scalar (keys, numbers, literals) of a call that
+    did not commit; fragment boundaries and byte lengths stay, so it assembles to the same
+    verdicts. Raises ``CaptureError``/``ValueError`` if unreadable."""
+    try:  # the tools the stream was judged by: a call that failed its schema did not commit
+        registry = registry_from_tools(stored.tools) if stored.tools else None
+    except RegistryError:
+        registry = None
+    body = redact_capture(replay_bytes(stored), stored.name, stored.meta.get("dialect"), registry=registry)
     if body.lstrip()[:1] == b"{":
         return body, "application/x-ndjson", "redacted.jsonl"
     return body, "text/event-stream", "redacted.sse"

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -131,7 +132,9 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
             why = f" {session.error}" if session.error else ""
             return error_page("Cannot export", f"{source.name}: no provider stream was assembled, so there is nothing to reproduce.{why}", 422)
         try:
-            body = await asyncio.to_thread(redact_capture, data, source.name, session.pipeline.dialect)
+            body = await asyncio.to_thread(
+                partial(redact_capture, registry=session.pipeline.registry, config=session.pipeline.config), data, source.name, session.pipeline.dialect
+            )
         except (CaptureError, ValueError) as exc:
             return error_page("Cannot export", f"{source.name} cannot be redacted: {exc}", 422)
         body = session.scrubbed(body)
