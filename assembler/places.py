@@ -48,6 +48,37 @@ def mask_text(value: Any) -> Any:
     return placeholder(value) if isinstance(value, str) else mask_value(value)
 
 
+#: What a provider error object keeps in a reproducer: words from the provider's fixed list.
+_ERROR_KEEP = frozenset({"type", "code", "status"})
+
+
+def _mask_error(error: Any) -> Any:
+    if isinstance(error, dict):
+        return {k: v if k in _ERROR_KEEP and not isinstance(v, (dict, list)) else mask_text(v) for k, v in error.items()}
+    return mask_text(error)
+
+
+def mask_provider_errors(data: dict[str, Any]) -> None:
+    """Mask, in place, the free text of a provider error in an event of any dialect (an
+    ``error`` object's ``message``, a Responses ``response.error``, a Bedrock
+    ``...Exception`` body, a Cohere error ``message`` or ``message-end`` ``delta.error``):
+    untrusted text that can quote the arguments. Its type, code and status stay, so the
+    replay fails the stream the same way."""
+    if data.get("error") is not None:
+        data["error"] = _mask_error(data["error"])
+    if isinstance(data.get("message"), str):  # an error event's top-level message (Responses, Cohere)
+        data["message"] = mask_text(data["message"])
+    response = data.get("response")
+    if isinstance(response, dict) and response.get("error") is not None:
+        response["error"] = _mask_error(response["error"])
+    delta = data.get("delta")
+    if isinstance(delta, dict) and delta.get("error") is not None:
+        delta["error"] = _mask_error(delta["error"])
+    for kind, body in data.items():
+        if isinstance(kind, str) and kind.endswith("Exception") and body is not None:
+            data[kind] = _mask_error(body)
+
+
 def is_empty(value: Any) -> bool:
     """No argument text at all: None, ``""`` or ``{}``."""
     return value is None or value == "" or value == {}
@@ -82,6 +113,7 @@ class PlaceMasker:
             return mask_value(event.data)
         data = jsontext.rebuild(event.data)  # a private copy to rewrite
         self._method(data)
+        mask_provider_errors(data)
         return data
 
     # ------------------------------------------------------------------ places

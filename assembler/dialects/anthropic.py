@@ -37,7 +37,7 @@ from ..model import (
     StreamStart,
     StreamTruncated,
 )
-from .base import check_strict
+from .base import check_strict, provider_error
 from .blocks import BlockKeys
 
 TOOL_BLOCKS: dict[str, Executor] = {"tool_use": "client", "server_tool_use": "server", "mcp_tool_use": "server"}
@@ -74,7 +74,7 @@ class AnthropicAdapter:
             return self._message_start(data, event)
         if kind == "error":
             self._ended = True
-            return [StreamError(_error_detail(data.get("error")))]
+            return [provider_error(data.get("error"), ("type",))]
         if kind == "content_block_start":
             return self._block_start(data.get("index"), data.get("content_block"), event)
         if kind == "content_block_stop":
@@ -138,9 +138,3 @@ def _json_valued_fragment(key: CallKey, value: Any, event: ProviderEvent) -> lis
     ops: list[Op] = [Quirk("arguments_as_json_value"), ArgsFragment(key, jsontext.dumps(value))]
     check_strict(key, event, ops)
     return ops
-
-
-def _error_detail(error: Any) -> str:
-    if isinstance(error, dict):
-        return ": ".join(str(error[k]) for k in ("type", "message") if error.get(k)) or "provider error"
-    return "provider error"

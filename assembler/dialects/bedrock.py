@@ -40,7 +40,7 @@ from ..model import (
     StreamTruncated,
 )
 from .anthropic import AnthropicAdapter
-from .base import check_strict
+from .base import check_strict, provider_error
 from .blocks import BlockKeys
 
 
@@ -82,7 +82,7 @@ class BedrockConverseAdapter:
             return [StreamEnd(f"messageStop {body.get('stopReason', '')}".strip())]
         if kind.endswith("Exception"):
             self._ended = True
-            return [StreamError(f"{kind}: {body.get('message', '')}".rstrip(": "))]
+            return [provider_error(body, (), prefix=kind)]
         return []  # metadata and unknown events
 
     def close(self) -> list[Op]:
@@ -148,7 +148,7 @@ class BedrockInvokeAdapter:
         if not isinstance(chunk, dict) or not isinstance(chunk.get("bytes"), str):
             if isinstance(data, dict) and len(data) == 1 and next(iter(data)).endswith("Exception"):
                 ((kind, body),) = data.items()
-                return [StreamError(f"{kind}: {(body or {}).get('message', '')}".rstrip(": "))]
+                return [provider_error(body, (), prefix=kind)]
             return [Quirk("non_chunk_line")]
         try:
             payload = base64.b64decode(chunk["bytes"], validate=True)

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..capture import ProviderEvent
 from ..model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
-from .base import check_strict
+from .base import check_strict, provider_error
 from .blocks import BlockKeys
 
 
@@ -71,7 +71,7 @@ class CohereAdapter:
             return self._message_end(data)
         if kind == "error" or (isinstance(data.get("message"), str) and not kind):
             self._ended = True
-            return [StreamError(f"error: {data.get('message') or 'provider error'}")]
+            return [provider_error(data.get("message"), (), prefix="error: ")]
         return []  # tool-plan-delta, content-*, citation-*, debug, unknown
 
     def close(self) -> list[Op]:
@@ -109,8 +109,7 @@ class CohereAdapter:
         reason = delta.get("finish_reason")
         self._ended = True
         if reason == "ERROR" or delta.get("error"):
-            detail = delta.get("error") or "provider error"
-            return [StreamError(f"message-end {reason}: {detail}" if reason else f"message-end: {detail}")]
+            return [provider_error(delta.get("error"), (), prefix=f"message-end {reason}: " if reason else "message-end: ")]
         if reason == "MAX_TOKENS" and self._open:
             return [StreamTruncated("message-end MAX_TOKENS before tool-call-end")]
         return [StreamEnd(f"message-end {reason}" if reason else "message-end")]

@@ -65,7 +65,7 @@ from ..model import (
     StreamStart,
     StreamTruncated,
 )
-from .base import check_strict
+from .base import check_strict, provider_error
 
 #: Output item types that are tool calls, and who runs them.
 TOOL_ITEMS: dict[str, Executor] = {"function_call": "client", "custom_tool_call": "client", "mcp_call": "server"}
@@ -145,10 +145,10 @@ class OpenAIResponsesAdapter:
             reason = details.get("reason") if isinstance(details, dict) else None
             return self._finish(StreamTruncated(f"response.incomplete: {reason or 'no reason given'}"))
         if kind == "response.failed":
-            return self._finish(StreamError("response.failed: " + _error_detail((data.get("response") or {}).get("error"))))
+            return self._finish(provider_error((data.get("response") or {}).get("error"), prefix="response.failed: "))
         if kind == "error":
             error = data.get("error") if isinstance(data.get("error"), dict) else {k: data.get(k) for k in ("code", "message")}
-            return self._finish(StreamError("error: " + _error_detail(error)))
+            return self._finish(provider_error(error, prefix="error: "))
         return []  # in_progress, text, reasoning, content parts, server tool progress, unknown
 
     def close(self) -> list[Op]:
@@ -367,10 +367,3 @@ def _whole_text(kind: str, value: Any, ops: list[Op]) -> str | None:
 def _escape(text: str) -> str:
     """``text`` as the inside of a JSON string literal (encoding only; nothing is parsed)."""
     return json.dumps(text, ensure_ascii=False)[1:-1]
-
-
-def _error_detail(error: Any) -> str:
-    if isinstance(error, dict):
-        parts = [str(error.get(k)) for k in ("type", "code", "message") if error.get(k)]
-        return ": ".join(parts) or "provider error"
-    return str(error) if error else "provider error"
