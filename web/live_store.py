@@ -10,10 +10,11 @@ upstream request (through :attr:`web.live.LiveSession.abort`) and cancels open c
 recording link instead of replay controls); everything else is the replay's own partials.
 
 :func:`save_recording` writes a finished live session to the :class:`~web.store.Store`
-as ``kind="recording"``: the response bytes as received (any forwarded credential
-replaced), the request's tools and body, never a header. Its download is those bytes only
-when no call left its argument text uncommitted (:func:`download_as_received`); otherwise
-the redacted reproducer (:func:`redacted_recording`). :func:`recording_source` turns a recording back into a replayable source
+as ``kind="recording"``: the request's tools and body, never a header, and the response
+bytes as received (any forwarded credential replaced) only when no call left its argument
+text uncommitted (:func:`download_as_received`) and no forwarded credential is in the
+stream's joined text (:func:`web.echo.echoed_in_stream`); otherwise the redacted
+reproducer is stored and served instead (:func:`redacted_recording`). :func:`recording_source` turns a recording back into a replayable source
 that reaches the same verdicts (a cancelled recording stops at the same event).
 """
 
@@ -38,6 +39,7 @@ from .as_received import (  # TEXT_LEFT_ASIDE, download_as_received: re-exported
     redacted_in_steps,
 )
 from .credentials import scrub_bytes, scrub_value
+from .echo import echoed_in_stream
 from .fanout import Broadcaster
 from .live import LiveSession, LiveSource, usable_registry
 from .render import Renderer
@@ -177,8 +179,15 @@ class LiveSessionStore(SessionStore):
             log.error("session %s: recording not checked (%s)", session.id, type(exc).__name__)
             as_received = False
         reproducer = None
-        if session.echoed_secret:  # the recording keeps the redacted reproducer: made in steps too
-            src = session.live_source
+        src = session.live_source
+        secrets = sorted({*src.secrets, *forwarded_secrets}, key=len, reverse=True)
+        if not session.echoed_secret and secrets:  # echoed in pieces no single event holds
+            try:
+                session.echoed_secret = await asyncio.to_thread(echoed_in_stream, src.stream_data, src.name, session.pipeline.dialect, secrets)
+            except Exception as exc:  # never a 500, never the bytes: the reproducer is kept
+                log.error("session %s: joined text not checked (%s)", session.id, type(exc).__name__)
+                session.echoed_secret = True
+        if session.echoed_secret or not as_received:  # the recording keeps the redacted reproducer: made in steps too
             try:
                 reproducer = await redacted_in_steps(src.stream_data, src.name, session.pipeline.dialect, judged_by=session.pipeline)
             except (CaptureError, ValueError, RecursionError):
@@ -260,12 +269,16 @@ def prepare_recording(
     meta = session.recording_meta()
     if as_received is None:
         as_received = download_as_received(session)
+        if not session.echoed_secret and secrets:
+            session.echoed_secret = echoed_in_stream(session.live_source.stream_data, session.live_source.name, session.pipeline.dialect, secrets)
     meta["download"] = "as_received" if as_received else "redacted"
     if redacted:
         meta["redacted"] = "a forwarded credential appeared in the body and was replaced"
-    if session.echoed_secret:
-        # Split over fragments, the credential is in no single chunk: keep the reproducer
-        # (argument strings masked, same verdicts) instead of the bytes.
+    if session.echoed_secret or not as_received:
+        # A call did not commit (its text is never kept), or a credential was echoed split
+        # over chunks no single one holds whole: keep the reproducer (argument strings and
+        # text masked, every scalar of a call that did not commit too; same verdicts)
+        # instead of the bytes, in the database as on every download.
         if reproducer is None:
             try:
                 reproducer = redact_capture(
@@ -279,7 +292,11 @@ def prepare_recording(
                 reproducer = b""
         body = scrub_bytes(reproducer, secrets)[0]
         meta["download"], meta["streaming"] = "redacted", True
-        meta["redacted"] = "a forwarded credential appeared in argument text: the recording keeps the redacted reproducer"
+        meta["redacted"] = (
+            "a forwarded credential appeared in the stream's text: the recording keeps the redacted reproducer"
+            if session.echoed_secret
+            else "a call did not commit: the recording keeps the redacted reproducer"
+        )
     # String by string (keys too): the request body as well, if a key was pasted into it. A
     # replace over the JSON text could cut its syntax: a forwarded query value may be any text.
     clean = scrub_value(meta, secrets)
