@@ -30,6 +30,7 @@ from assembler.naive import NaiveAction, naive_lane
 from assembler.pipeline import Pipeline
 
 from . import breakpoint
+from .mask_values import hide_values
 from .session import Card, Session
 from .sources import LoadedSource, iter_events
 
@@ -313,9 +314,13 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
     # Ended without a stream (an upstream HTTP error, a connect failure): say what happened
     # and offer nothing that would have no stream to work on.
     failure = session.error if done and session.error and not results else None
+    shown = cache.view
+    if session.mask_values and shown.get("naive_lane"):
+        lane = [{**a, "arguments": hide_values(a["arguments"])} if a.get("arguments") is not None else a for a in shown["naive_lane"]]
+        shown = {**shown, "naive_lane": lane}
     return session.scrubbed({
         "failure": failure,
-        **cache.view,
+        **shown,
         "ready": done,
         "state": panel_state,
         "status": session.status.value,
