@@ -105,6 +105,9 @@ class Assembler:
         self._end_detail: str | None = None
         self._quirks: dict[str, int] = {}
         self.began = False
+        #: The free text of the provider error that ended the stream (untrusted: it may
+        #: quote argument text); never in a reason or event unless ``reveal``.
+        self.provider_message: str | None = None
 
     # ------------------------------------------------------------------ queries
 
@@ -417,7 +420,12 @@ class Assembler:
         self._finish_failed("truncated", Reason.STREAM_TRUNCATED, op.detail, out)
 
     def _error(self, op: StreamError, out: list[AssemblyEvent]) -> None:
-        self._finish_failed("error", Reason.STREAM_ERROR, op.detail, out)
+        # The provider's own text (untrusted, it may quote the arguments) joins the
+        # detail only when text is revealed; it is kept apart for a Reveal otherwise.
+        if op.message and self.provider_message is None:
+            self.provider_message = op.message
+        detail = f"{op.detail}: {op.message}" if self.reveal and op.message else op.detail
+        self._finish_failed("error", Reason.STREAM_ERROR, detail, out)
 
     def _finish_failed(self, end: StreamEndKind, reason: Reason, detail: str | None, out: list[AssemblyEvent]) -> None:
         for call in self._ordered():

@@ -84,9 +84,11 @@ def run_export(args: argparse.Namespace) -> int:
     if is_har(data[:SNIFF]):
         return _fail(f"{source}: a HAR export holds several streams; assemble it, or export one entry's response body")
     try:
-        redacted = redact_capture(data, str(source), args.dialect)
-        results = [r for _, r in assemble_path(source, dialect=args.dialect)]
-    except (CaptureError, ValueError) as exc:  # ValueError: an event that cannot be redacted
+        config = _load_config(args.config)
+        registry = ToolRegistry.load(Path(args.tools)) if args.tools else None
+        redacted = redact_capture(data, str(source), args.dialect, registry=registry, config=config)
+        results = [r for _, r in assemble_path(source, dialect=args.dialect, config=config, registry=registry)]
+    except (CaptureError, ConfigError, RegistryError, ValueError) as exc:  # ValueError: an event that cannot be redacted
         return _fail(str(exc))
     report = out.with_name(out.name + ".report.json")
     summary = out.with_name(out.name + ".md")
@@ -298,6 +300,11 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--redact", action="store_true", required=True, help="replace argument and text strings (required)")
     exp.add_argument("path", help="capture file")
     exp.add_argument("-o", "--output", required=True, help="reproducer to write (OUT.report.json and OUT.md beside it)")
+    exp.add_argument(
+        "--tools",
+        help="the request's tools array, as for assemble: a call that fails its schema did not commit, so every scalar of its text is masked",
+    )
+    exp.add_argument("--config", help=_CONFIG_HELP)
     exp.add_argument("--dialect", choices=sorted(ADAPTERS), help=_DIALECT_HELP)
     exp.set_defaults(func=run_export)
 

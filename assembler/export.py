@@ -31,13 +31,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .capture import DONE, ProviderEvent, iter_capture
+from .capture import DONE, CaptureError, ProviderEvent, iter_capture
 from .dialects import ADAPTERS, detect, make_adapter
 from .masker import DialectMasker
-from .model import Op, StreamError
+from .model import CallKey, CallState, Op, StreamError, StreamResult
 from . import jsontext
-from .pipeline import ADAPTER_FAULTS
+from .pipeline import ADAPTER_FAULTS, Pipeline
+from .config import AssembleConfig
+from .registry import ToolRegistry
 from .redactor import mask_arguments, mask_json_text, mask_value, placeholder
+from .scalarmask import CallRef, MaskPlan
 
 Json = Any
 
@@ -52,9 +55,52 @@ UNREAD_STREAM = "no dialect adapter reads this stream: every string value is mas
 def redact_events(events: Iterable[ProviderEvent], dialect: str | None = None) -> list[ProviderEvent]:
     """Masked copies of ``events`` (an unreadable event with ``error`` :data:`UNREADABLE`); ``dialect``: the
     dialect to read them as (detected from the events when None)."""
-    redactor = EventRedactor(dialect)
+    events = list(events)
+    redactor = EventRedactor(dialect, plan=mask_plan(events, dialect))
     out = [masked for event in events for masked in redactor.feed(event)]
     return out + redactor.finish()[0]
+
+
+Committed = set[tuple[int, CallKey]]
+
+
+def committed_calls(results: Iterable[StreamResult]) -> Committed:
+    """``(stream index, key)`` of every COMMITTED call of ``results`` (a pipeline's)."""
+    return {(i, c.key) for i, result in enumerate(results) for c in result.calls if c.state is CallState.COMMITTED}
+
+
+def mask_plan(events: Iterable[ProviderEvent], dialect: str | None = None, committed: Committed | None = None) -> MaskPlan:
+    """What the redactor masks of each call of ``events``: every scalar of a call that did
+    not commit (``committed``: the input's committed calls, as :func:`committed_calls` gives
+    them; None: found by assembling ``events`` with the default settings, no tools)."""
+    return _plan_of(events, dialect, committed)
+
+
+def _plan_of(
+    events: Iterable[ProviderEvent],
+    dialect: str | None,
+    committed: Committed | None,
+    registry: ToolRegistry | None = None,
+    config: AssembleConfig | None = None,
+) -> MaskPlan:
+    recorder = EventRedactor(dialect, keep=False, record=True)
+    judge = Pipeline(dialect, config=config, registry=registry, emit_events=False, progress_events=False)
+    pipeline = judge if committed is None else None
+    for event in events:
+        recorder.feed(event)
+        if pipeline is not None:
+            try:
+                pipeline.feed(event)
+            except CaptureError:
+                pipeline = None
+    recorder.finish()
+    if pipeline is not None:
+        try:
+            pipeline.close()
+            committed = committed_calls(pipeline.results())
+        except CaptureError:
+            committed = set()
+    return MaskPlan(recorder.texts, committed or set())
 
 
 def stray_argument_text(events: Iterable[ProviderEvent], dialect: str | None = None) -> list[str]:
@@ -98,9 +144,11 @@ class EventRedactor:
     places are wanted, no masked copy is kept (``feed`` and ``finish`` return none).
     """
 
-    def __init__(self, dialect: str | None = None, *, keep: bool = True) -> None:
+    def __init__(self, dialect: str | None = None, *, keep: bool = True, plan: MaskPlan | None = None, record: bool = False) -> None:
         self._wanted = dialect
         self._keep = keep
+        self._plan = plan
+        self._record = record
         self._held: list[ProviderEvent] = []  # until the reading dialect is known
         self._decided = False  # an event told the dialect (None: no adapter reads it)
         self._masker: DialectMasker | None = None
@@ -122,9 +170,15 @@ class EventRedactor:
         self._decided = True
         if found not in ADAPTERS:
             return []
-        self._adapter, self._masker = make_adapter(found), DialectMasker(found)
+        self._adapter, self._masker = make_adapter(found), DialectMasker(found, self._plan, record=self._record)
         held, self._held = self._held, []
         return [masked for e in held if (masked := self._mask(e)) is not None]
+
+    @property
+    def texts(self) -> dict[CallRef, tuple[list[str], str | None]]:
+        """With ``record``: every call's argument text as the assembler takes it (see
+        :class:`~.redactor.Ledger`); empty when no adapter reads the input."""
+        return (self._masker.ledger.texts or {}) if self._masker is not None else {}
 
     def finish(self) -> tuple[list[ProviderEvent], list[str]]:
         """``(events still held, masked; where argument text is stray)``."""
@@ -153,15 +207,28 @@ class EventRedactor:
         return event._replace(data=data, raw=None) if self._keep else None  # the original text is not redacted
 
 
-def redact_capture(data: bytes, name: str = "<input>", dialect: str | None = None) -> bytes:
+def redact_capture(
+    data: bytes,
+    name: str = "<input>",
+    dialect: str | None = None,
+    committed: Committed | None = None,
+    *,
+    registry: ToolRegistry | None = None,
+    config: AssembleConfig | None = None,
+) -> bytes:
     """A redacted reproducer of a capture: SSE stays SSE, anything else becomes JSON Lines.
+
+    ``committed``: the ``(stream, key)`` of the calls that committed (a session's verdicts,
+    :func:`committed_calls`); None: found by assembling ``data`` with ``config`` (default
+    settings when None) and ``registry`` (the tools the stream was judged by).
+    Every scalar of a call that did not commit is masked (:mod:`.scalarmask`).
 
     Raises ``ValueError`` when an event cannot be redacted (e.g. a Bedrock ``chunk.bytes``
     that is not JSON), naming ``name``; events of any nesting depth the capture reader
     accepts are redacted.
     """
     try:
-        return "".join(redacted_lines(data, name, dialect)).encode("utf-8", "surrogatepass")
+        return "".join(redacted_lines(data, name, dialect, committed, registry=registry, config=config)).encode("utf-8", "surrogatepass")
     except RecursionError:  # a path not made iterative yet: a clear error, never a traceback
         raise ValueError(f"{name}: an event nests too deep to redact") from None
 
@@ -170,20 +237,45 @@ def redact_capture(data: bytes, name: str = "<input>", dialect: str | None = Non
 READ_PIECE_BYTES = 4096
 
 
-def redacted_lines(data: bytes, name: str = "<input>", dialect: str | None = None) -> Iterator[str]:
+def redacted_lines(
+    data: bytes,
+    name: str = "<input>",
+    dialect: str | None = None,
+    committed: Committed | None = None,
+    *,
+    registry: ToolRegistry | None = None,
+    config: AssembleConfig | None = None,
+) -> Iterator[str]:
     """The text of :func:`redact_capture`'s reproducer, one provider event's lines at a time,
     read lazily (the capture a piece at a time too), so a server can make a long one in
-    steps between other work. Raises as :func:`redact_capture` does while it is read,
-    except that an event nested too deep is a ``RecursionError``."""
+    steps between other work: a first reading of the capture (which calls committed, what
+    each call's text is) yields an empty string every :data:`PLAN_STEP` events. Raises as
+    :func:`redact_capture` does while it is read, except that an event nested too deep is
+    a ``RecursionError``."""
     head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     as_sse = not head.startswith(b"{") and not _is_binary(head)
-    redactor = EventRedactor(dialect)
-    pieces = (data[i : i + READ_PIECE_BYTES] for i in range(0, len(data), READ_PIECE_BYTES))
-    for event in iter_capture(pieces, name):
+    plan_events: list[ProviderEvent] = []
+    for count, event in enumerate(iter_capture(_pieces(data), name), 1):
+        plan_events.append(event)
+        if count % PLAN_STEP == 0:
+            yield ""
+    plan = _plan_of(plan_events, dialect, committed, registry, config)
+    del plan_events
+    yield ""
+    redactor = EventRedactor(dialect, plan=plan)
+    for event in iter_capture(_pieces(data), name):
         for masked in redactor.feed(event):
             yield _written(masked, as_sse)
     for masked in redactor.finish()[0]:
         yield _written(masked, as_sse)
+
+
+#: Events of a capture read between two empty strings of :func:`redacted_lines`' first reading.
+PLAN_STEP = 64
+
+
+def _pieces(data: bytes) -> Iterator[bytes]:
+    return (data[i : i + READ_PIECE_BYTES] for i in range(0, len(data), READ_PIECE_BYTES))
 
 
 def _written(event: ProviderEvent, as_sse: bool) -> str:
@@ -217,6 +309,8 @@ __all__ = [
     "UNREADABLE",
     "UNREAD_STREAM",
     "EventRedactor",
+    "committed_calls",
+    "mask_plan",
     "mask_arguments",
     "mask_json_text",
     "mask_value",

@@ -32,6 +32,7 @@ from . import jsontext
 from .dialects.responses_items import KINDS
 from .places import PlaceMasker, is_empty as _empty, mask_text as _text
 from .redactor import escaped_placeholder, mask_arguments, mask_value
+from .scalarmask import MaskPlan, mask_scalars_value
 from .untrusted import parse_json
 
 
@@ -55,8 +56,8 @@ class DialectMasker(PlaceMasker):
         "cohere": "cohere",
     }
 
-    def __init__(self, dialect: str) -> None:
-        super().__init__()
+    def __init__(self, dialect: str, plan: MaskPlan | None = None, *, record: bool = False) -> None:
+        super().__init__(plan, record=record)
         self._method = getattr(self, self.METHODS[dialect])
 
     # ------------------------------------------------------------------ OpenAI Chat
@@ -272,17 +273,20 @@ class DialectMasker(PlaceMasker):
     def _function_call(self, call: dict[str, Any]) -> None:
         if self.ledger.ended_before_event and any(not _empty(call.get(k)) for k in ("args", "partialArgs")):
             self.ledger.ignored(f"{self._where} (functionCall)", "argument text after the stream's end")
+        every = self.plan is None or self.plan.any_failed  # which call's text it is is not told here
         for field in list(call):
             value = call[field]
             if field == "args":
-                call[field] = mask_arguments(value)
+                call[field] = mask_scalars_value(value) if every else mask_arguments(value)
             elif field == "partialArgs" and isinstance(value, list):
                 for i, entry in enumerate(value):
                     if not isinstance(entry, dict):
                         value[i] = mask_arguments(entry)
                         continue
                     for name in entry:
-                        if name not in ("jsonPath", "numberValue", "boolValue", "nullValue", "willContinue"):
+                        if name == "numberValue" and every and isinstance(entry[name], (int, float)) and not isinstance(entry[name], bool):
+                            entry[name] = mask_scalars_value(entry[name])
+                        elif name not in ("jsonPath", "numberValue", "boolValue", "nullValue", "willContinue"):
                             entry[name] = escaped_placeholder(entry[name]) if isinstance(entry[name], str) else mask_arguments(entry[name])
             elif field not in ("name", "id", "willContinue"):
                 call[field] = mask_arguments(value)

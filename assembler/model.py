@@ -263,9 +263,13 @@ class StreamError:
     """The provider reported an error, or the stream could not be interpreted."""
 
     detail: str | None = None
+    #: The provider's own free text (an error's ``message``): untrusted, it may quote the
+    #: arguments. Shown only when a person asked to reveal text (``--reveal``, *Reveal*).
+    message: str | None = None
 
     def __post_init__(self) -> None:
         _escaped_detail(self)
+        _escaped_detail(self, "message")
 
 
 @dataclass(frozen=True, slots=True)

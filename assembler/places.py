@@ -34,6 +34,7 @@ from .redactor import (
     mask_value,
     placeholder,
 )
+from .scalarmask import MaskPlan, as_value_like, mask_scalars_value
 from .untrusted import parse_json
 
 Json = Any
@@ -47,6 +48,37 @@ def mask_text(value: Any) -> Any:
     return placeholder(value) if isinstance(value, str) else mask_value(value)
 
 
+#: What a provider error object keeps in a reproducer: words from the provider's fixed list.
+_ERROR_KEEP = frozenset({"type", "code", "status"})
+
+
+def _mask_error(error: Any) -> Any:
+    if isinstance(error, dict):
+        return {k: v if k in _ERROR_KEEP and not isinstance(v, (dict, list)) else mask_text(v) for k, v in error.items()}
+    return mask_text(error)
+
+
+def mask_provider_errors(data: dict[str, Any]) -> None:
+    """Mask, in place, the free text of a provider error in an event of any dialect (an
+    ``error`` object's ``message``, a Responses ``response.error``, a Bedrock
+    ``...Exception`` body, a Cohere error ``message`` or ``message-end`` ``delta.error``):
+    untrusted text that can quote the arguments. Its type, code and status stay, so the
+    replay fails the stream the same way."""
+    if data.get("error") is not None:
+        data["error"] = _mask_error(data["error"])
+    if isinstance(data.get("message"), str):  # an error event's top-level message (Responses, Cohere)
+        data["message"] = mask_text(data["message"])
+    response = data.get("response")
+    if isinstance(response, dict) and response.get("error") is not None:
+        response["error"] = _mask_error(response["error"])
+    delta = data.get("delta")
+    if isinstance(delta, dict) and delta.get("error") is not None:
+        delta["error"] = _mask_error(delta["error"])
+    for kind, body in data.items():
+        if isinstance(kind, str) and kind.endswith("Exception") and body is not None:
+            data[kind] = _mask_error(body)
+
+
 def is_empty(value: Any) -> bool:
     """No argument text at all: None, ``""`` or ``{}``."""
     return value is None or value == "" or value == {}
@@ -56,8 +88,10 @@ class PlaceMasker:
     """Masks places of argument text and records their use in :attr:`ledger`; a dialect's
     methods (:class:`~.masker.DialectMasker`) say where the places are."""
 
-    def __init__(self) -> None:
-        self.ledger = Ledger()
+    def __init__(self, plan: MaskPlan | None = None, *, record: bool = False) -> None:
+        #: what to mask of each call (calls that did not commit: every scalar); None: string values only
+        self.plan = plan
+        self.ledger = Ledger(record=record)
         self.scanners = Scanners()
         self._ops: list[ArgOp] = []
         self._next = 0
@@ -79,6 +113,7 @@ class PlaceMasker:
             return mask_value(event.data)
         data = jsontext.rebuild(event.data)  # a private copy to rewrite
         self._method(data)
+        mask_provider_errors(data)
         return data
 
     # ------------------------------------------------------------------ places
@@ -101,17 +136,22 @@ class PlaceMasker:
         text = value if isinstance(value, str) else jsontext.dumps(value)
         where = f"{self._where} ({what})"
         op = self._take(("whole", "fragment", "final") if whole or repeat else ("fragment",), lambda t: t == text)
+        plan = self.plan
         if op is not None:
             self.ledger.taken(op, text, where)
             if op.kind == "fragment":
-                masked = self.scanners.mask(op.call, text)
+                masked = (plan.fragment(op.call, text) if plan else None) or self.scanners.mask(op.call, text)
                 return masked if isinstance(value, str) else _value_like(value, masked)
+            if plan is not None and not op.ignored and (whole_text := plan.whole(op.call)) is not None:
+                return as_value_like(value, whole_text)
         elif value == {} or value == []:
             return value  # no text: nothing to mask or to account for
         elif whole or repeat:
             self.ledger.duplicate(text, where)
         else:  # a fragment no op carried
             return self.unread(value, what)
+        if plan is not None and (again := plan.repeated(text)) is not None:  # no committed call's text
+            return as_value_like(value, again)
         return mask_json_text(value) if isinstance(value, str) else mask_arguments(value)
 
     def free(self, value: Any, what: str) -> Any:
@@ -135,7 +175,7 @@ class PlaceMasker:
         if is_empty(value):
             return value
         self.ledger.ignored(f"{self._where} ({what})")
-        return mask_all(value) if isinstance(value, str) else mask_arguments(value)
+        return mask_all(value) if isinstance(value, str) else mask_scalars_value(value)
 
     def objects(self, obj: dict[str, Any], key: str) -> list[dict[str, Any]]:
         """The objects of the array ``obj[key]`` (choices, tool calls, candidates, parts). A

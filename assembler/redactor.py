@@ -110,7 +110,10 @@ class Ledger:
     stream's end (event line numbers and what was found, never text).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, record: bool = False) -> None:
+        #: with ``record``, every call's argument text as the assembler takes it:
+        #: ``{(stream, key, generation): (fragments, whole text or None)}`` (kept in memory)
+        self.texts: dict[tuple[int, CallKey, int], tuple[list[str], str | None]] | None = {} if record else None
         self.stream = 0
         self.began = False
         self.ended = False
@@ -160,7 +163,15 @@ class Ledger:
         return False
 
     def _op(self, kind: str, key: CallKey, text: str, ignored: bool = False) -> ArgOp:
-        return ArgOp(kind, key, text, self.stream, self._generation.get((self.stream, key), 0), self.ended, ignored)
+        op = ArgOp(kind, key, text, self.stream, self._generation.get((self.stream, key), 0), self.ended, ignored)
+        if self.texts is not None and not op.late and not ignored:
+            fragments, whole = self.texts.get(op.call, ([], None))
+            if kind == "fragment":
+                fragments.append(text)
+            elif whole is None:
+                whole = text
+            self.texts[op.call] = (fragments, whole)
+        return op
 
     def taken(self, op: ArgOp, text: str, where: str) -> None:
         """``text`` (as the input has it) reached the assembler as ``op``."""

@@ -81,7 +81,7 @@ def test_no_message_end_is_truncated() -> None:
 
 def test_finish_reason_error_is_a_stream_error() -> None:
     result = run([START, *tool_call(0, "a_1", "add", ['{"a":2}']), end("ERROR", error="internal failure")])
-    assert result.end == "error" and result.end_detail == "message-end ERROR: internal failure"
+    assert result.end == "error" and result.end_detail == "message-end ERROR"  # the free text only when revealed
     assert result.calls[0].state is CallState.FAILED and (result.calls[0].reason or "").startswith("stream_error")
 
 

@@ -267,7 +267,7 @@ def test_truncated_when_only_one_of_two_choices_finished() -> None:
 
 def test_error_chunk_is_a_stream_error() -> None:
     ops, _ = feed_all(chunk_with(TC(0, call_id="c", name="f", arguments="{")), {"error": {"type": "server_error", "message": "boom"}})
-    assert [op for op in ops if not isinstance(op, Quirk)][-1] == StreamError("server_error: boom")
+    assert [op for op in ops if not isinstance(op, Quirk)][-1] == StreamError("server_error", "boom")
     result = assemble(chunk_with(TC(0, call_id="c", name="f", arguments="{}")), {"error": {"message": "boom"}})
     assert result.end == "error" and result.calls[0].state is CallState.FAILED
 

@@ -223,6 +223,9 @@ def test_step_and_json_twin_without_javascript(client: TestClient) -> None:
         assert client.post(f"/sessions/{sid}/control", data={"action": "step"}, headers={"HX-Request": "true"}).status_code == 204
     doc = client.get(f"/api/sessions/{sid}").json()
     assert doc["status"] == "finished" and doc["position"] == doc["total"]
+    assert doc["streams"][0]["calls"][0]["arguments"] == {"city": "•••", "unit": "•••"}  # a demo masks values
+    client.post(f"/sessions/{sid}/mask", data={"mask": "off"})
+    doc = client.get(f"/api/sessions/{sid}").json()
     assert doc["streams"][0]["calls"][0]["arguments"] == {"city": "Oslo", "unit": "celsius"}
     assert [t["state"] for t in doc["calls"][0]["transitions"]] == ["open", "args_complete", "committed"]
     # Virtual time: one event every 1/rate seconds.

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 from assembler.capture import CaptureError, ProviderEvent, iter_capture
 from assembler.export import EventRedactor, redacted_lines
 from assembler.model import CallState
+from assembler.pipeline import Pipeline
 from assembler.retell import untold_arguments
 
 from .live import LiveSession
@@ -79,16 +81,23 @@ async def check_as_received(session: LiveSession, step: int = CHECK_STEP_EVENTS)
         return False
 
 
-async def redacted_in_steps(data: bytes, name: str, dialect: str | None, step: int = CHECK_STEP_EVENTS) -> bytes:
+async def redacted_in_steps(
+    data: bytes, name: str, dialect: str | None, step: int = CHECK_STEP_EVENTS, judged_by: Pipeline | None = None
+) -> bytes:
     """:func:`assembler.export.redact_capture` of ``data``, made ``step`` provider events at
-    a time with a yield to the event loop in between. Raises what the capture reader and
+    a time with a yield to the event loop in between (``judged_by``: the session's pipeline,
+    whose tools and settings tell which calls committed). Raises what the capture reader and
     the redactor raise (``CaptureError``, ``ValueError``, ``RecursionError``)."""
     lines: list[str] = []
-    for count, line in enumerate(redacted_lines(data, name, dialect), 1):
+    for count, line in enumerate(redacted_lines(data, name, dialect, **_judge(judged_by)), 1):
         lines.append(line)
         if count % step == 0:
             await asyncio.sleep(0)
     return "".join(lines).encode("utf-8", "surrogatepass")
+
+
+def _judge(pipeline: Pipeline | None) -> dict[str, Any]:
+    return {} if pipeline is None else {"registry": pipeline.registry, "config": pipeline.config}
 
 
 def _decided_without_reading(session: LiveSession) -> bool | None:

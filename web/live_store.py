@@ -10,10 +10,11 @@ upstream request (through :attr:`web.live.LiveSession.abort`) and cancels open c
 recording link instead of replay controls); everything else is the replay's own partials.
 
 :func:`save_recording` writes a finished live session to the :class:`~web.store.Store`
-as ``kind="recording"``: the response bytes as received (any forwarded credential
-replaced), the request's tools and body, never a header. Its download is those bytes only
-when no call left its argument text uncommitted (:func:`download_as_received`); otherwise
-the redacted reproducer (:func:`redacted_recording`). :func:`recording_source` turns a recording back into a replayable source
+as ``kind="recording"``: the request's tools and body, never a header, and the response
+bytes as received (any forwarded credential replaced) only when no call left its argument
+text uncommitted (:func:`download_as_received`) and no forwarded credential is in the
+stream's joined text (:func:`web.echo.echoed_in_stream`); otherwise the redacted
+reproducer is stored and served instead (:func:`redacted_recording`). :func:`recording_source` turns a recording back into a replayable source
 that reaches the same verdicts (a cancelled recording stops at the same event).
 """
 
@@ -28,6 +29,7 @@ from typing import Any
 
 from assembler.capture import CaptureError
 from assembler.export import redact_capture
+from assembler.registry import RegistryError
 from assembler.retell import retell_body
 
 from .as_received import (  # TEXT_LEFT_ASIDE, download_as_received: re-exported
@@ -37,12 +39,13 @@ from .as_received import (  # TEXT_LEFT_ASIDE, download_as_received: re-exported
     redacted_in_steps,
 )
 from .credentials import scrub_bytes, scrub_value
+from .echo import echoed_in_stream
 from .fanout import Broadcaster
 from .live import LiveSession, LiveSource, usable_registry
 from .render import Renderer
 from .replay import SessionStore
 from .session import Session, Status
-from .sources import LoadedSource, SourceError, check
+from .sources import LoadedSource, SourceError, check, registry_from_tools
 from .store import Store, StoredSource
 
 log = logging.getLogger("toollatch.web")
@@ -176,10 +179,17 @@ class LiveSessionStore(SessionStore):
             log.error("session %s: recording not checked (%s)", session.id, type(exc).__name__)
             as_received = False
         reproducer = None
-        if session.echoed_secret:  # the recording keeps the redacted reproducer: made in steps too
-            src = session.live_source
+        src = session.live_source
+        secrets = sorted({*src.secrets, *forwarded_secrets}, key=len, reverse=True)
+        if not session.echoed_secret and secrets:  # echoed in pieces no single event holds
             try:
-                reproducer = await redacted_in_steps(src.stream_data, src.name, session.pipeline.dialect)
+                session.echoed_secret = await asyncio.to_thread(echoed_in_stream, src.stream_data, src.name, session.pipeline.dialect, secrets)
+            except Exception as exc:  # never a 500, never the bytes: the reproducer is kept
+                log.error("session %s: joined text not checked (%s)", session.id, type(exc).__name__)
+                session.echoed_secret = True
+        if session.echoed_secret or not as_received:  # the recording keeps the redacted reproducer: made in steps too
+            try:
+                reproducer = await redacted_in_steps(src.stream_data, src.name, session.pipeline.dialect, judged_by=session.pipeline)
             except (CaptureError, ValueError, RecursionError):
                 reproducer = b""
         prepared = prepare_recording(session, forwarded_secrets, as_received, reproducer)
@@ -259,20 +269,34 @@ def prepare_recording(
     meta = session.recording_meta()
     if as_received is None:
         as_received = download_as_received(session)
+        if not session.echoed_secret and secrets:
+            session.echoed_secret = echoed_in_stream(session.live_source.stream_data, session.live_source.name, session.pipeline.dialect, secrets)
     meta["download"] = "as_received" if as_received else "redacted"
     if redacted:
         meta["redacted"] = "a forwarded credential appeared in the body and was replaced"
-    if session.echoed_secret:
-        # Split over fragments, the credential is in no single chunk: keep the reproducer
-        # (argument strings masked, same verdicts) instead of the bytes.
+    if session.echoed_secret or not as_received:
+        # A call did not commit (its text is never kept), or a credential was echoed split
+        # over chunks no single one holds whole: keep the reproducer (argument strings and
+        # text masked, every scalar of a call that did not commit too; same verdicts)
+        # instead of the bytes, in the database as on every download.
         if reproducer is None:
             try:
-                reproducer = redact_capture(session.live_source.stream_data, session.live_source.name, session.pipeline.dialect)
+                reproducer = redact_capture(
+                    session.live_source.stream_data,
+                    session.live_source.name,
+                    session.pipeline.dialect,
+                    registry=session.pipeline.registry,
+                    config=session.pipeline.config,
+                )
             except (CaptureError, ValueError):
                 reproducer = b""
         body = scrub_bytes(reproducer, secrets)[0]
         meta["download"], meta["streaming"] = "redacted", True
-        meta["redacted"] = "a forwarded credential appeared in argument text: the recording keeps the redacted reproducer"
+        meta["redacted"] = (
+            "a forwarded credential appeared in the stream's text: the recording keeps the redacted reproducer"
+            if session.echoed_secret
+            else "a call did not commit: the recording keeps the redacted reproducer"
+        )
     # String by string (keys too): the request body as well, if a key was pasted into it. A
     # replace over the JSON text could cut its syntax: a forwarded query value may be any text.
     clean = scrub_value(meta, secrets)
@@ -293,9 +317,14 @@ def redacted_recording(stored: StoredSource) -> tuple[bytes, str, str]:
     """``(body, media type, file suffix)`` of a recording's redacted reproducer
     (:func:`assembler.export.redact_capture` of what it replays: a non-streaming JSON body
     as the stream that would have carried it). Every string value of argument text and
-    every text delta is masked; keys, numbers, fragment boundaries and byte lengths stay,
-    so it assembles to the same verdicts. Raises ``CaptureError``/``ValueError`` if unreadable."""
-    body = redact_capture(replay_bytes(stored), stored.name, stored.meta.get("dialect"))
+    every text delta is masked, and every scalar (keys, numbers, literals) of a call that
+    did not commit; fragment boundaries and byte lengths stay, so it assembles to the same
+    verdicts. Raises ``CaptureError``/``ValueError`` if unreadable."""
+    try:  # the tools the stream was judged by: a call that failed its schema did not commit
+        registry = registry_from_tools(stored.tools) if stored.tools else None
+    except RegistryError:
+        registry = None
+    body = redact_capture(replay_bytes(stored), stored.name, stored.meta.get("dialect"), registry=registry)
     if body.lstrip()[:1] == b"{":
         return body, "application/x-ndjson", "redacted.jsonl"
     return body, "text/event-stream", "redacted.sse"

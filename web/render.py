@@ -27,6 +27,7 @@ from assembler.demos import Demo
 from assembler.model import CallState, ToolResult
 
 from . import diagram
+from .mask_values import hide_values
 from .triage import card_diagnosis
 from .session import Card, Changes, Session
 from .settings import FULL_SPEED, RATES, SPEEDS, Settings, speed_label, speed_value
@@ -146,6 +147,7 @@ class Renderer:
             fmt_t=fmt_t,
             plural=plural,
             pretty=pretty_arguments,
+            hide_values=hide_values,
             compact_json=jsontext.dumps,  # any depth; escaped by autoescape
         )
         self.env.globals.update(

@@ -35,6 +35,7 @@ from assembler.pipeline import Pipeline
 from assembler.redact import AssemblyEvent, CallView, hide_open_progress, hide_progress
 
 from .cards import Card, Changes, EndState, Verdict, card_id
+from .mask_values import hide_stream_documents, mask_by_default
 from .owed import OwedResults
 from .settings import speed_label, speed_value
 from .sources import LoadedSource
@@ -76,6 +77,8 @@ class Session:
         self.metrics = metrics  # observed on the first pass only: restarts and seeks rebuild
         self.source = source
         self.config = config
+        #: *mask values*: committed argument values are shown hidden too (web.mask_values)
+        self.mask_values = mask_by_default(str(getattr(source, "kind", "")))
         self.rate = rate  # base rate, provider events per second at speed 1×
         self.speed = speed  # multiple of ``rate``; ``math.inf`` is "max" (full speed)
         self.status = Status.READY
@@ -355,7 +358,8 @@ class Session:
         """The session's JSON twin: meta, stream documents and redacted call views.
 
         ``streams`` holds one ``toollatch assemble --json`` stream document per stream so
-        far; a call's ``arguments`` appear there only once committed, and its ``bytes`` and
+        far; a call's ``arguments`` appear there only once committed (every value hidden while
+        ``mask_values`` is on), and its ``bytes`` and
         ``fragments`` only once it has its verdict when ``ui_forward_partial_args`` is false
         (``forward_progress``).
         """
@@ -376,7 +380,8 @@ class Session:
             "max_tool_argument_bytes": self.config.max_tool_argument_bytes,
             "forward_progress": self.forward_progress,
             "quirks": [{"quirk": name, "count": count} for name, count in self.quirk_counts().items()],
-            "streams": [r.to_json() for r in streams],
+            "mask_values": self.mask_values,
+            "streams": hide_stream_documents([r.to_json() for r in streams]) if self.mask_values else [r.to_json() for r in streams],
             "calls": [{"stream": c.stream, **c.view.to_json()} for c in self.ordered_cards],
             "verdicts": [v.text for v in self.verdicts],
         }

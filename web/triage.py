@@ -30,6 +30,7 @@ from assembler.naive import NaiveAction, naive_lane
 from assembler.pipeline import Pipeline
 
 from . import breakpoint
+from .mask_values import hide_values
 from .session import Card, Session
 from .sources import LoadedSource, iter_events
 
@@ -282,6 +283,17 @@ def truncation(session: Session, results: list[StreamResult], stored_meta: dict[
     return {"streams": streams, "cut": cut, "detail": details[0] if details else None}
 
 
+def provider_messages(session: Session, reveal: bool) -> list[dict[str, Any]]:
+    """The free text of each provider error that ended a stream: ``{"stream", "message"}``
+    with *Reveal text* on, else ``{"stream", "message": None}`` (it is untrusted and may
+    quote a call's buffered arguments, so it is never shown otherwise)."""
+    out = []
+    for index, stream in enumerate(session.pipeline.streams):
+        if stream.provider_message:
+            out.append({"stream": index, "message": stream.provider_message if reveal else None})
+    return out
+
+
 async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """The triage panel's data and the ``triage`` member of the session's JSON twin."""
     results = session.pipeline.results()
@@ -302,14 +314,19 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
     # Ended without a stream (an upstream HTTP error, a connect failure): say what happened
     # and offer nothing that would have no stream to work on.
     failure = session.error if done and session.error and not results else None
+    shown = cache.view
+    if session.mask_values and shown.get("naive_lane"):
+        lane = [{**a, "arguments": hide_values(a["arguments"])} if a.get("arguments") is not None else a for a in shown["naive_lane"]]
+        shown = {**shown, "naive_lane": lane}
     return session.scrubbed({
         "failure": failure,
-        **cache.view,
+        **shown,
         "ready": done,
         "state": panel_state,
         "status": session.status.value,
         "truncated": truncation(session, results, stored_meta),
         "reveal": {"allowed": reveal_allowed(session), "on": reveal},
+        "provider_messages": provider_messages(session, reveal),
         "permalink": f"/sources/{stored}" if (stored := getattr(session.source, "stored_id", None)) else None,
         "exports": None if failure else {
             "reproducer": None if still_streaming(session) else f"/sessions/{session.id}/export.sse",

@@ -3,6 +3,8 @@
 * ``GET /sessions/{id}/triage`` — the triage panel (HTML fragment; htmx polls it until
   the replay is over): diagnoses with token classes around each break, the naive-client
   lane, a truncation notice, the reveal control;
+* ``POST /sessions/{id}/mask`` (``mask=on|off``) — *mask values* (:mod:`web.mask_values`):
+  committed argument values hidden too, on the cards, the JSON twin and the naive lane;
 * ``POST /sessions/{id}/reveal`` (``reveal=on|off``) — per-session *Reveal text*, only for
   uploaded captures and capture files whose replay is over;
 * ``GET /sessions/{id}/export.sse`` — the redacted reproducer
@@ -23,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from functools import partial
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -118,6 +121,19 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
             return HTMLResponse(renderer.page("partials/_triage.html", s=session, t=data))
         return RedirectResponse(f"/sessions/{sid}#triage", status_code=303)
 
+    @router.post("/sessions/{sid}/mask")
+    async def mask_values(sid: str, request: Request) -> Response:
+        session = sessions.get(sid)
+        if session is None:
+            return missing(sid)
+        async with request.form(max_files=0, max_fields=2) as form:
+            session.mask_values = form.get("mask") != "off"
+        session.pending.cards.update(session.cards)  # every card drawn again, for every viewer
+        sessions.flush(session)
+        if request.headers.get("hx-request") == "true":
+            return Response(status_code=204)
+        return RedirectResponse(f"/sessions/{sid}", status_code=303)
+
     @router.get("/sessions/{sid}/export.sse")
     async def export_reproducer(sid: str) -> Response:
         session = sessions.get(sid)
@@ -131,7 +147,9 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
             why = f" {session.error}" if session.error else ""
             return error_page("Cannot export", f"{source.name}: no provider stream was assembled, so there is nothing to reproduce.{why}", 422)
         try:
-            body = await asyncio.to_thread(redact_capture, data, source.name, session.pipeline.dialect)
+            body = await asyncio.to_thread(
+                partial(redact_capture, registry=session.pipeline.registry, config=session.pipeline.config), data, source.name, session.pipeline.dialect
+            )
         except (CaptureError, ValueError) as exc:
             return error_page("Cannot export", f"{source.name} cannot be redacted: {exc}", 422)
         body = session.scrubbed(body)

@@ -38,7 +38,7 @@ from ..model import (
     StreamStart,
     StreamTruncated,
 )
-from .base import check_strict
+from .base import check_strict, provider_error
 from .ends import end_ops
 from .blocks import BlockKeys
 
@@ -77,7 +77,7 @@ class AnthropicAdapter:
             return self._message_start(data, event)
         if kind == "error":
             self._ended = True
-            return [StreamError(_error_detail(data.get("error")))]
+            return [provider_error(data.get("error"), ("type",))]
         if kind == "content_block_start":
             return self._block_start(data.get("index"), data.get("content_block"), event)
         if kind == "content_block_stop":
@@ -148,9 +148,3 @@ def _json_valued_fragment(key: CallKey, value: Any, event: ProviderEvent) -> lis
     ops: list[Op] = [Quirk("arguments_as_json_value"), ArgsFragment(key, jsontext.dumps(value))]
     check_strict(key, event, ops)
     return ops
-
-
-def _error_detail(error: Any) -> str:
-    if isinstance(error, dict):
-        return ": ".join(str(error[k]) for k in ("type", "message") if error.get(k)) or "provider error"
-    return "provider error"

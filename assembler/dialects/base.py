@@ -7,11 +7,33 @@ states, latches or limits; it never parses argument text. The one exception is
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..capture import ProviderEvent
 from ..finalize import StrictJSONError, strict_loads
-from ..model import ArgsNotStrict, CallKey, Op
+from ..model import ArgsNotStrict, CallKey, Op, StreamError
+
+#: A provider error's free text kept for *Reveal*, at most this many characters.
+MESSAGE_LIMIT = 2000
+
+
+def provider_error(error: Any, fields: tuple[str, ...] = ("type", "code"), prefix: str = "") -> StreamError:
+    """A provider's error object (or text) as a :class:`StreamError`: the detail names
+    only its ``fields`` (type, code, status: words the provider picks from a fixed list),
+    after ``prefix``; the ``message`` is the provider's free text, untrusted (it can quote
+    the arguments), kept apart for *Reveal* and ``--reveal`` only. An error that is a bare
+    string is all free text."""
+    message: Any = None
+    named: list[str] = []
+    if isinstance(error, dict):
+        named = [str(error.get(k)) for k in fields if error.get(k) not in (None, "") and not isinstance(error.get(k), (dict, list))]
+        message = error.get("message")
+    elif error not in (None, ""):
+        message = error
+    if message not in (None, "") and not isinstance(message, str):
+        message = str(message)
+    detail = prefix + ": ".join(named) if named else (prefix.rstrip(": ") or "provider error")
+    return StreamError(detail, (message[:MESSAGE_LIMIT] or None) if isinstance(message, str) else None)
 
 
 class DialectAdapter(Protocol):

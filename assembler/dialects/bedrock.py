@@ -42,7 +42,7 @@ from ..model import (
     StreamTruncated,
 )
 from .anthropic import AnthropicAdapter
-from .base import check_strict
+from .base import check_strict, provider_error
 from .ends import end_ops
 from .blocks import BlockKeys
 
@@ -87,7 +87,7 @@ class BedrockConverseAdapter:
             return end_ops("stopReason", reasons, f"messageStop {reason}" if reasons else "messageStop")
         if kind.endswith("Exception"):
             self._ended = True
-            return [StreamError(f"{kind}: {body.get('message', '')}".rstrip(": "))]
+            return [provider_error(body, (), prefix=kind)]
         return []  # metadata and unknown events
 
     def close(self) -> list[Op]:
@@ -153,7 +153,7 @@ class BedrockInvokeAdapter:
         if not isinstance(chunk, dict) or not isinstance(chunk.get("bytes"), str):
             if isinstance(data, dict) and len(data) == 1 and next(iter(data)).endswith("Exception"):
                 ((kind, body),) = data.items()
-                return [StreamError(f"{kind}: {(body or {}).get('message', '')}".rstrip(": "))]
+                return [provider_error(body, (), prefix=kind)]
             return [Quirk("non_chunk_line")]
         try:
             payload = base64.b64decode(chunk["bytes"], validate=True)

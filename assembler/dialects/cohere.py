@@ -24,7 +24,7 @@ from typing import Any
 
 from ..capture import ProviderEvent
 from ..model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamError, StreamStart, StreamTruncated
-from .base import check_strict
+from .base import check_strict, provider_error
 from .ends import end_ops
 from .blocks import BlockKeys
 
@@ -72,7 +72,7 @@ class CohereAdapter:
             return self._message_end(data)
         if kind == "error" or (isinstance(data.get("message"), str) and not kind):
             self._ended = True
-            return [StreamError(f"error: {data.get('message') or 'provider error'}")]
+            return [provider_error(data.get("message"), (), prefix="error: ")]
         return []  # tool-plan-delta, content-*, citation-*, debug, unknown
 
     def close(self) -> list[Op]:
@@ -110,8 +110,7 @@ class CohereAdapter:
         reason = delta.get("finish_reason")
         self._ended = True
         if reason == "ERROR" or delta.get("error"):
-            detail = delta.get("error") or "provider error"
-            return [StreamError(f"message-end {reason}: {detail}" if reason else f"message-end: {detail}")]
+            return [provider_error(delta.get("error"), (), prefix=f"message-end {reason}: " if reason else "message-end: ")]
         reasons = [reason] if isinstance(reason, str) and reason else []
         return end_ops("finish_reason", reasons, f"message-end {reason}" if reasons else "message-end")
 

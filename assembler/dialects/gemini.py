@@ -63,7 +63,7 @@ from typing import Any
 from .. import jsontext
 from ..capture import ProviderEvent
 from ..model import ArgsFragment, ArgsNotStrict, BlockStop, CallKey, CallStart, CallTruncated, Op, Quirk, StreamEnd, StreamError, StreamTruncated
-from .base import strictness_fault
+from .base import provider_error, strictness_fault
 from .ends import end_ops, kind_of
 
 _VALUE_FIELDS = ("numberValue", "boolValue", "nullValue")
@@ -113,7 +113,7 @@ class GeminiAdapter:
             return [Quirk("chunk_after_stream_end")] if data.get("candidates") else []
         if data.get("error") is not None:
             self._ended = True
-            return [StreamError(_error_detail(data["error"]))]
+            return [provider_error(data["error"], ("code", "status"))]
         candidates = data.get("candidates")
         if not isinstance(candidates, list):
             block = (data.get("promptFeedback") or {}).get("blockReason")
@@ -357,10 +357,3 @@ def _set(container: Any, segment: str | int, value: Any, depth: int) -> None:
 def _joined(value: Any) -> Any:
     """A :class:`_Text` as its string (one join per string); anything else as it is."""
     return "".join(value.pieces) if isinstance(value, _Text) else value
-
-
-def _error_detail(error: Any) -> str:
-    if isinstance(error, dict):
-        parts = [str(error.get(k)) for k in ("code", "status", "message") if error.get(k)]
-        return ": ".join(parts) or "provider error"
-    return str(error)

@@ -27,7 +27,7 @@ from typing import Any
 from .. import jsontext
 from ..capture import DONE, ProviderEvent
 from ..model import ArgsFragment, CallIdentity, CallKey, CallStart, Op, Quirk, StreamError, StreamTruncated
-from .base import check_strict
+from .base import check_strict, provider_error
 from .ends import end_ops
 
 
@@ -86,7 +86,7 @@ class OpenAIChatAdapter:
             return [Quirk("non_object_chunk")]
         if isinstance(data.get("error"), (dict, str)):
             self._ended = True
-            return [StreamError(_error_detail(data["error"]))]
+            return [provider_error(data["error"])]
         if "prompt_filter_results" in data:
             ops.append(Quirk("content_filter_chunk"))
         choices = data.get("choices")
@@ -282,10 +282,3 @@ def _bind_index(state: _Choice, key: CallKey) -> CallKey:
     if key[1] >= state.next_index:
         state.next_index = key[1] + 1
     return key
-
-
-def _error_detail(error: Any) -> str:
-    if isinstance(error, dict):
-        parts = [str(error.get(k)) for k in ("type", "code", "message") if error.get(k)]
-        return ": ".join(parts) or "provider error"
-    return str(error)

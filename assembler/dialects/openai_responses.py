@@ -75,7 +75,7 @@ from ..model import (
     StreamTruncated,
 )
 from . import responses_items as items
-from .base import check_strict
+from .base import check_strict, provider_error
 from .ends import end_ops
 from .responses_items import _DELTAS, _DONES, _PREVIEWS, _WRAP_CLOSE, _WRAP_OPEN, KINDS, TOOL_ITEMS, digest as _digest, escape as _escape
 
@@ -151,10 +151,10 @@ class OpenAIResponsesAdapter:
             (end,) = end_ops("response.incomplete:", [reason] if isinstance(reason, str) and reason else [], None, floor="truncated")
             return self._finish(end)
         if kind == "response.failed":
-            return self._finish(StreamError("response.failed: " + _error_detail((data.get("response") or {}).get("error"))))
+            return self._finish(provider_error((data.get("response") or {}).get("error"), prefix="response.failed: "))
         if kind == "error":
             error = data.get("error") if isinstance(data.get("error"), dict) else {k: data.get(k) for k in ("code", "message")}
-            return self._finish(StreamError("error: " + _error_detail(error)))
+            return self._finish(provider_error(error, prefix="error: "))
         return []  # in_progress, text, reasoning, content parts, server tool progress, unknown
 
     def close(self) -> list[Op]:
@@ -395,13 +395,6 @@ class OpenAIResponsesAdapter:
 
 class _Unroutable(Exception):
     """An event that could belong to more than one item: the stream cannot be read."""
-
-
-def _error_detail(error: Any) -> str:
-    if isinstance(error, dict):
-        parts = [str(error.get(k)) for k in ("type", "code", "message") if error.get(k)]
-        return ": ".join(parts) or "provider error"
-    return str(error) if error else "provider error"
 
 
 __all__ = ["TOOL_ITEMS", "OpenAIResponsesAdapter"]

@@ -1,0 +1,315 @@
+"""Standing adversarial suite: canaries in every failing call, through every route, looked
+for in everything the dashboard and the CLI show, serve, store or log.
+
+A canary is put in a call's argument text as an object key, a string value and a number,
+and in a provider error's free text. Each call fails in one of the ways a call can fail
+(truncated, invalid JSON, schema, cancelled, too large, too deep, a provider error event)
+and is fed by every route: an upload, a paste, the proxy (a local fake upstream), direct
+connect. Every page, JSON twin, triage partial, export, recording, websocket frame, log
+line, ``/metrics`` and the SQLite files (those of live streams: an upload is stored as
+given) are then searched for any 8-character piece of a
+canary: there must be none. The CLI is searched the same way (without ``--reveal``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.types import Receive, Scope, Send
+from websockets.sync.client import connect as ws_connect
+
+from assembler.cli import main
+from assembler.config import AssembleConfig
+from web import Settings, create_app
+
+from .test_live_server import finished, newest_live, serve, wait_for
+from .test_web_app import WS_BASE, TestClient, make_client
+
+KEY = "kCANARYq7Wz3Lp9"  # an object key
+ARG = "aCANARYm4Rx8Tn2"  # a string value
+NUM = "73556081234567"  # a number
+ERR = "eCANARYv5Hs1Jd6"  # a provider error's free text
+CANARIES = (KEY, ARG, NUM, ERR)
+API_KEY = "sk-advCANARY-Gf4Kp8Wq2Zt6Ym1Rn5"
+
+KINDS = ("truncated", "invalid", "schema", "cancelled", "too_large", "too_deep", "error_event")
+CONFIG = AssembleConfig(max_tool_argument_bytes=300, max_tool_argument_depth=8)
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "parameters": {"type": "object", "required": ["q"], "additionalProperties": False, "properties": {"q": {"type": "string"}}},
+        },
+    }
+]
+DONE = re.compile(r'class="pill status-(finished|cancelled|error)"')
+BODY = f'{{"{KEY}": "{ARG}", "n": {NUM}'
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"id": "chatcmpl-adv", "object": "chat.completion.chunk", "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def _start() -> dict[str, Any]:
+    return _chunk({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_adv", "type": "function", "function": {"name": "lookup", "arguments": ""}}]})
+
+
+def _args(text: str) -> dict[str, Any]:
+    return _chunk({"tool_calls": [{"index": 0, "function": {"arguments": text}}]})
+
+
+def events(kind: str) -> list[Any]:
+    """The provider events of a stream whose one call fails in way ``kind`` (``[DONE]`` as a string)."""
+    end: list[Any] = [_chunk({}, "tool_calls"), "[DONE]"]
+    if kind in ("truncated", "cancelled"):
+        return [_start(), _args(BODY[:9]), _args(BODY[9:] + ', "more": "')]
+    if kind == "invalid":
+        return [_start(), _args(BODY), _args("]"), *end]
+    if kind == "schema":
+        return [_start(), _args(BODY), _args("}"), *end]
+    if kind == "too_large":
+        return [_start(), _args(BODY + ', "pad": "'), _args("p" * 400 + '"}'), *end]
+    if kind == "too_deep":
+        return [_start(), _args(f'{{"{KEY}": ' + "[" * 10), _args(f'"{ARG}", {NUM}' + "]" * 10 + "}"), *end]
+    if kind == "error_event":
+        message = f"could not parse arguments {BODY} ({ERR})"
+        return [_start(), _args(BODY), {"error": {"message": message, "type": "server_error", "code": "server_error"}}]
+    raise AssertionError(kind)
+
+
+def sse(items: list[Any]) -> bytes:
+    return "".join(f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n" for e in items).encode()
+
+
+def pieces(secret: str, n: int = 8) -> set[str]:
+    return {secret[i : i + n] for i in range(len(secret) - n + 1)}
+
+
+def hits(text: str, secrets: tuple[str, ...] = CANARIES) -> list[str]:
+    """The canaries any 8-character piece of which is in ``text`` (HTML entities undone too)."""
+    plain = html.unescape(text)
+    return [s for s in secrets if any(p in text or p in plain for p in pieces(s))]
+
+
+class Tally:
+    """What was tried and what held: one entry per (route, kind, output)."""
+
+    def __init__(self) -> None:
+        self.tried = 0
+        self.leaks: list[str] = []
+
+    def check(self, route: str, kind: str, output: str, text: str | bytes, secrets: tuple[str, ...] = CANARIES) -> None:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        self.tried += 1
+        found = hits(text, secrets)
+        if found:
+            self.leaks.append(f"{route}/{kind}/{output}: {found}")
+
+
+def stored_bytes(data_dir: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(data_dir.rglob("*")) if p.is_file())
+
+
+def check_session_outputs(tally: Tally, route: str, kind: str, get: Any, sid: str, *, live: bool) -> None:
+    for output in ("", "/triage", "/export.sse", "/export.report.json", "/export.md"):
+        tally.check(route, kind, output or "page", get(f"/sessions/{sid}{output}").content)
+    tally.check(route, kind, "json twin", get(f"/api/sessions/{sid}").content)
+    if live:
+        tally.check(route, kind, "recording", get(f"/sessions/{sid}/recording").content)
+
+
+# ------------------------------------------------------------------ uploads and pastes
+
+
+def _play(client: TestClient, sid: str, kind: str) -> list[str]:
+    with client.websocket_connect(f"{WS_BASE}/ws/sessions/{sid}") as ws:
+        frames = [ws.receive_text()]
+        if kind == "cancelled":  # three events in, the person presses Stop
+            client.post(f"/sessions/{sid}/control", data={"action": "seek", "position": "3"}, headers={"HX-Request": "true"})
+            client.post(f"/sessions/{sid}/control", data={"action": "cancel"}, headers={"HX-Request": "true"})
+        else:
+            client.post(f"/sessions/{sid}/control", data={"action": "play"}, headers={"HX-Request": "true"})
+        while not DONE.search(frames[-1]):
+            frames.append(ws.receive_text())
+    return frames
+
+
+def test_uploads_and_pastes_never_show_a_failed_calls_text(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    tally = Tally()
+    data_dir = tmp_path / "data"
+    states: dict[tuple[str, str], str] = {}
+    with make_client(Settings(config=CONFIG, data_dir=data_dir)) as client:
+        for route in ("upload", "paste"):
+            for kind in KINDS:
+                raw = sse(events(kind) if kind != "cancelled" else [*events(kind), _args("x"), _chunk({}, "tool_calls"), "[DONE]"])
+                form: dict[str, Any] = {"rate": "12"}
+                files: dict[str, Any] = {"tools": ("tools.json", json.dumps(TOOLS).encode(), "application/json")}
+                if route == "upload":
+                    files["file"] = (f"{kind}.sse", raw, "text/plain")
+                else:
+                    form["paste"] = raw.decode()
+                response = client.post("/sessions/upload", files=files, data=form, follow_redirects=False)
+                assert response.status_code == 303, response.text[:300]
+                sid = response.headers["location"].rsplit("/", 1)[1]
+                client.post(f"/sessions/{sid}/control", data={"action": "pause"})
+                for i, frame in enumerate(_play(client, sid, kind)):
+                    tally.check(route, kind, f"ws frame {i}", frame)
+                check_session_outputs(tally, route, kind, client.get, sid, live=False)
+                doc = client.get(f"/api/sessions/{sid}").json()
+                states[(route, kind)] = doc["streams"][0]["calls"][0]["state"]
+        for page in ("/", "/api/sessions", "/sources", "/metrics"):
+            tally.check("all", "-", page, client.get(page).content)
+    # The SQLite file keeps an upload or paste as given (the person's own capture, which
+    # Reveal text reads again); what a proxied or connected stream stores is checked below.
+    tally.check("all", "-", "log", "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records))
+    assert set(states.values()) <= {"failed", "cancelled"} and "cancelled" in states.values(), states
+    assert tally.leaks == [], tally.leaks
+    assert tally.tried >= 2 * len(KINDS) * 7
+
+
+# ------------------------------------------------------------------ proxy and direct connect
+
+
+def fake_upstream(echo_key_in_text: bool = False) -> Any:
+    """A provider that answers each request with the stream of the failing way named by its
+    ``model``; ``cancelled`` holds the stream open after three events until the client goes."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        request = json.loads(body or b"{}")
+        kind = str(request.get("model"))
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        if kind == "echo":  # the forwarded key echoed in four text pieces, then a call that commits
+            auth = dict(scope["headers"]).get(b"authorization", b"").decode()[7:]
+            quarter = len(auth) // 4 + 1
+            items: list[Any] = [_chunk({"role": "assistant", "content": "your key: "})]
+            items += [_chunk({"content": auth[i : i + quarter]}) for i in range(0, len(auth), quarter)]
+            items += [_start(), _args('{"q": "ok"}'), _chunk({}, "tool_calls"), "[DONE]"]
+            await send({"type": "http.response.body", "body": sse(items), "more_body": False})
+            return
+        for item in events(kind):
+            await send({"type": "http.response.body", "body": sse([item]), "more_body": True})
+            await asyncio.sleep(0.01)
+        if kind == "cancelled":
+            try:
+                await asyncio.wait_for(receive(), timeout=10)  # until the client goes away
+            except TimeoutError:
+                pass
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    return app
+
+
+@pytest.fixture
+def live(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path]]:
+    monkeypatch.setenv("TOOLLATCH_ADV_KEY", API_KEY)
+    data_dir = tmp_path / "data"
+    with serve(fake_upstream()) as upstream:
+        settings = Settings(config=CONFIG, data_dir=data_dir, upstreams={"fake": upstream}, api_key_env={"fake": "TOOLLATCH_ADV_KEY"}, mock_delay=0.0)
+        with serve(create_app(settings)) as base:
+            yield base, data_dir
+
+
+def _first_frame(base: str, sid: str) -> str:
+    with ws_connect(f"{base.replace('http', 'ws')}/ws/sessions/{sid}") as ws:
+        return str(ws.recv(timeout=5))
+
+
+def test_proxy_and_direct_connect_never_show_a_failed_calls_text(live: tuple[str, Path], caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    base, data_dir = live
+    tally = Tally()
+    secrets = (*CANARIES, API_KEY)
+    count = 0
+    with httpx.Client(base_url=base, timeout=10) as client:
+        for route in ("proxy", "connect"):
+            for kind in KINDS:
+                if route == "proxy" and kind != "cancelled":
+                    body = {"model": kind, "stream": True, "messages": [{"role": "user", "content": "go"}], "tools": TOOLS}
+                    response = client.post("/proxy/fake/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {API_KEY}"})
+                    assert response.status_code == 200
+                    sid = newest_live(base, count)
+                else:  # direct connect; a Stop is pressed on the cancelled one
+                    form = {"upstream": "fake", "api": "chat", "model": kind, "tools": json.dumps(TOOLS), "prompt": "go"}
+                    response = client.post("/connect", data=form)
+                    assert response.status_code == 303, response.text[:300]
+                    sid = response.headers["location"].rsplit("/", 1)[1]
+                    if kind == "cancelled":
+                        wait_for(lambda: client.get(f"/api/sessions/{sid}").json()["live"]["size"] > 0, what="bytes")
+                        tally.check(route, kind, "ws frame (open)", _first_frame(base, sid), secrets)
+                        client.post(f"/sessions/{sid}/control", data={"action": "cancel"})
+                count += 1
+                doc = finished(base, sid)
+                assert doc["streams"][0]["calls"][0]["state"] in ("failed", "cancelled"), (route, kind, doc["streams"])
+                tally.check(route, kind, "ws frame", _first_frame(base, sid), secrets)
+                check_session_outputs(tally, route, kind, lambda url: client.get(url), sid, live=True)
+        for page in ("/", "/api/sessions", "/api/live", "/sources", "/metrics"):
+            tally.check("all", "-", page, client.get(page).content, secrets)
+    tally.check("all", "-", "sqlite", stored_bytes(data_dir), secrets)
+    ours = [r for r in caplog.records if r.name.split(".")[0] not in ("httpx2",)]
+    tally.check("all", "-", "log", "\n".join(f"{r.getMessage()} {r.args!r}" for r in ours), secrets)
+    assert tally.leaks == [], tally.leaks
+    assert count == 2 * len(KINDS)
+
+
+def test_a_key_echoed_in_four_text_pieces_is_never_stored_or_served(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with serve(fake_upstream()) as upstream:
+        with serve(create_app(Settings(data_dir=data_dir, upstreams={"fake": upstream}))) as base:
+            body = {"model": "echo", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+            response = httpx.post(f"{base}/proxy/fake/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {API_KEY}"})
+            assert response.status_code == 200
+            assert API_KEY not in response.text and API_KEY[:8] in response.text  # the client gets what the upstream sent, in pieces
+            doc = finished(base, newest_live(base))
+            assert doc["streams"][0]["calls"][0]["state"] == "committed"
+            recording = httpx.get(f"{base}/sessions/{doc['id']}/recording").content
+    stored = stored_bytes(data_dir)
+    for piece in pieces(API_KEY):
+        assert piece.encode() not in recording, piece
+        assert piece.encode() not in stored, piece
+
+
+# ------------------------------------------------------------------ the command line
+
+
+def test_the_command_line_never_prints_a_failed_calls_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tally = Tally()
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS))
+    config = tmp_path / "config.yaml"
+    config.write_text("agent_stream_assemble:\n  max_tool_argument_bytes: 300\n  max_tool_argument_depth: 8\n")
+    for kind in KINDS:
+        src = tmp_path / f"{kind}.sse"
+        src.write_bytes(sse(events(kind)))
+        args = ["--tools", str(tools), "--config", str(config)]
+        for extra in ([], ["--json"]):
+            main(["assemble", str(src), *args, *extra])
+            out, err = capsys.readouterr()
+            tally.check("cli", kind, f"assemble {' '.join(extra)}", out + err)
+        out_path = tmp_path / f"{kind}.redacted.sse"
+        assert main(["export", "--redact", "-o", str(out_path), str(src), *args]) == 0
+        capsys.readouterr()
+        for suffix in ("", ".report.json", ".md"):
+            tally.check("cli", kind, f"export{suffix}", Path(f"{out_path}{suffix}").read_bytes())
+    assert tally.leaks == [], tally.leaks
+    main(["assemble", "--reveal", str(tmp_path / "error_event.sse")])  # asked for: the provider's text is shown
+    assert ERR in capsys.readouterr().out
