@@ -57,6 +57,7 @@ class Reason(str, enum.Enum):
     MISSING_ID_OR_NAME = "missing_id_or_name"
     UNKNOWN_TOOL = "unknown_tool"
     SCHEMA_INVALID = "schema_invalid"
+    SCHEMA_CHECK_TIMEOUT = "schema_check_timeout"
     STREAM_TRUNCATED = "stream_truncated"
     STREAM_ERROR = "stream_error"
     IDLE_TIMEOUT = "idle_timeout"
