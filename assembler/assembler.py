@@ -47,6 +47,7 @@ from .model import (
 from .calls import CallRecord, RunBudget, append_varint, keep_one_record_per_id, owed_results, shared_ids
 from .redact import AssemblyEvent, CallView, EventKind
 from .registry import ToolRegistry
+from .schemacheck import CheckBudget
 from .state import CallInput
 
 Clock = Callable[[], float]
@@ -346,6 +347,7 @@ class Assembler:
         self._ended_at = self._clock()
         calls = self._ordered()
         shared = shared_ids(calls)  # a tool_call_id carried by more than one client call
+        budget = CheckBudget()  # the schema checks of all the calls latched here, together
         for call in calls:
             if shared and call.call_id in shared and not call.machine.state.terminal:
                 if call.call_id in self._run_ids:
@@ -355,10 +357,10 @@ class Assembler:
             if call.machine.state is CallState.OPEN:
                 self._move(call, CallInput.ARGS_COMPLETE, out)
             if call.machine.state is CallState.ARGS_COMPLETE:
-                self._latch(call, out)
+                self._latch(call, out, budget)
         self._set_end("complete", op.detail, out)
 
-    def _latch(self, call: CallRecord, out: list[AssemblyEvent]) -> None:
+    def _latch(self, call: CallRecord, out: list[AssemblyEvent], budget: CheckBudget | None = None) -> None:
         if not call.call_id or not call.name:
             missing = " and ".join(n for n, v in (("call_id", call.call_id), ("name", call.name)) if not v)
             self._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(f"no {missing}"), out)
@@ -384,6 +386,7 @@ class Assembler:
                 must_be_object=self.config.arguments_must_be_object,
                 reveal=self.reveal,
                 max_depth=self.config.max_tool_argument_depth,
+                schema_budget=budget,
             )
         if self.metrics is not None:
             self.metrics.call_finalized(self.dialect, call.name, call.bytes)

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from .jsontext import text_depth
 from .model import Reason
 from .registry import SchemaUnusable, ToolRegistry
+from .schemacheck import CheckBudget, SchemaCheckTimeout, time_limit
 
 
 class StrictJSONError(ValueError):
@@ -144,6 +145,7 @@ def check_arguments(
     must_be_object: bool = True,
     reveal: bool = False,
     max_depth: int | None = None,
+    schema_budget: CheckBudget | None = None,
 ) -> Verdict:
     """Apply latch conditions 2-4 (registry, strict JSON, object, schema) to joined text.
 
@@ -157,6 +159,10 @@ def check_arguments(
     ``max_depth`` levels of arrays and objects fails ``arguments_too_deep`` before it is
     parsed (:func:`~assembler.jsontext.text_depth`). Reasons never quote the argument text
     unless ``reveal`` is true.
+
+    The schema check is bounded (:mod:`assembler.schemacheck`): 50 ms of CPU time per call,
+    less when ``schema_budget`` (shared by the calls finalized together) has less left. A
+    check that cannot finish in its limit fails the call ``schema_check_timeout``.
     """
     text = join_surrogate_pairs(text)
     if registry is not None and name not in registry:
@@ -173,11 +179,17 @@ def check_arguments(
     if must_be_object and not isinstance(value, dict):
         return Verdict(None, Reason.ARGUMENTS_NOT_OBJECT.with_detail(f"got a JSON {_json_type(value)}"))
     if registry is not None:
+        budget = schema_budget or CheckBudget()
         try:
-            issues = registry.validate(name, value)
+            with budget.allowance() as seconds, time_limit(seconds):
+                issues = registry.validate(name, value)
+        except SchemaCheckTimeout as exc:
+            return Verdict(None, Reason.SCHEMA_CHECK_TIMEOUT.with_detail(f"{exc}; the call is not run"))
         except RecursionError:
             return Verdict(None, Reason.SCHEMA_INVALID.with_detail("arguments nested too deep for the schema check"))
         except SchemaUnusable as exc:
+            if exc.timed_out:
+                return Verdict(None, Reason.SCHEMA_CHECK_TIMEOUT.with_detail(exc.problem))
             return Verdict(None, Reason.SCHEMA_INVALID.with_detail(f"the tool's JSON Schema cannot be applied: {exc.problem}"))
         except Exception as exc:  # noqa: BLE001 - the latch fails closed: the call fails, never the stream
             # The validator's own text could quote the schema or the arguments: only its type.

@@ -60,6 +60,7 @@ class Reason(str, enum.Enum):
     NAME_CONFLICT = "name_conflict"
     UNKNOWN_TOOL = "unknown_tool"
     SCHEMA_INVALID = "schema_invalid"
+    SCHEMA_CHECK_TIMEOUT = "schema_check_timeout"
     STREAM_TRUNCATED = "stream_truncated"
     STREAM_ERROR = "stream_error"
     IDLE_TIMEOUT = "idle_timeout"

@@ -11,6 +11,8 @@ calls carry (:data:`BUILTIN_CLIENT_TOOLS`: ``{"type": "shell"}`` → ``shell`` .
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 from jsonschema_specifications import REGISTRY as META_SCHEMAS
 
+from .schemacheck import BUILD_CHECK_SECONDS, CALL_CHECK_SECONDS, SchemaCheckTimeout, bounded, check_schema, schema_size_fault, time_limit
 from .untrusted import parse_json, short
 
 #: Where a schema's ``$ref`` may lead: the schema itself and the JSON Schema meta-schemas
@@ -46,12 +49,15 @@ class RegistryError(ValueError):
 
 class SchemaUnusable(ValueError):
     """A registered tool's schema cannot be applied to arguments: a ``$ref`` that does not
-    resolve. ``problem`` says where (the ``$ref``'s JSON Pointer when it was found as the
-    registry was built); neither it nor the message quotes a schema or argument value."""
+    resolve, a schema too large to check, or (``timed_out``) one whose own check against its
+    meta-schema did not finish in time. ``problem`` says where (the ``$ref``'s JSON Pointer
+    when it was found as the registry was built); neither it nor the message quotes a
+    schema or argument value."""
 
-    def __init__(self, name: str, problem: str) -> None:
-        super().__init__(f"tool {short(name)}: invalid JSON Schema: {problem}")
+    def __init__(self, name: str, problem: str, timed_out: bool = False) -> None:
+        super().__init__(f"tool {short(name)}: {'schema_check_timeout' if timed_out else 'invalid JSON Schema'}: {problem}")
         self.problem = problem
+        self.timed_out = timed_out
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,40 +208,64 @@ class ToolRegistry:
 
     Raises :class:`RegistryError` naming the tool for a schema that breaks its
     meta-schema or is nested too deep to check. A ``$ref`` is never fetched from the
-    network. A schema holding a ``$ref`` that does not resolve within it is kept but
-    listed in :attr:`unusable`: every call of that tool fails ``schema_invalid`` naming
-    the ``$ref``'s place, while the other tools are judged as usual. Loading a tools file
-    (:meth:`load`) or :meth:`ensure_usable` refuses such a schema instead.
+    network. A schema holding a ``$ref`` that does not resolve within it, one too large to
+    check (:func:`~assembler.schemacheck.schema_size_fault`: over 20,000 nodes, a pattern over
+    1,000 characters), or one whose meta-schema check did not finish within
+    ``build_seconds`` (CPU seconds for all the tools together) is kept but listed in
+    :attr:`unusable`: every call of that tool fails (``schema_invalid``, or
+    ``schema_check_timeout`` for the last) naming why, while the other tools are judged as
+    usual. Loading a tools file (:meth:`load`) or :meth:`ensure_usable` refuses such a schema
+    instead.
+
+    Checks are bounded (:mod:`assembler.schemacheck`): patterns are searched with a time
+    limit, and a call's arguments get ``CALL_CHECK_SECONDS`` (50 ms) of CPU time at most.
     """
 
-    def __init__(self, schemas: dict[str, dict[str, Any] | None]) -> None:
+    def __init__(self, schemas: dict[str, dict[str, Any] | None], *, build_seconds: float = BUILD_CHECK_SECONDS) -> None:
         self._validators: dict[str, Any] = {}
-        self._declared: dict[str, frozenset[str]] = {name: _property_names(s) for name, s in schemas.items() if s}
-        #: tool name -> why its schema cannot be applied (a ``$ref`` that does not resolve)
+        self._declared: dict[str, frozenset[str]] = {}
+        #: tool name -> why its schema cannot be applied (a ``$ref`` that does not resolve...)
         self.unusable: dict[str, str] = {}
-        for name, schema in schemas.items():
-            if schema is None:
-                self._validators[name] = None
-                continue
-            cls = _validator_class(name, schema)
-            try:
-                cls.check_schema(schema)
-                unresolved = _unresolved_ref(cls, schema)
-            except js_exceptions.SchemaError as exc:
-                raise RegistryError(f"tool {short(name)}: invalid JSON Schema: {_schema_fault(exc)}") from None
-            except RecursionError:  # the meta-schema check recurses several frames per level
-                raise RegistryError(f"tool {short(name)}: JSON Schema nested too deep to check") from None
-            except Exception as exc:  # the schema library tripping over a shape its meta-schema let pass
-                raise RegistryError(f"tool {short(name)}: JSON Schema cannot be compiled ({type(exc).__name__})") from None
-            if unresolved is not None:
-                self.unusable[name] = unresolved
-            self._validators[name] = cls(schema, registry=_NO_RETRIEVAL)
+        self._timed_out: set[str] = set()  # of unusable: the meta-schema check ran out of time
+        with time_limit(build_seconds):
+            for name, schema in schemas.items():
+                self._add(name, schema)
+
+    def _add(self, name: str, schema: dict[str, Any] | None) -> None:
+        if schema is None:
+            self._validators[name] = None
+            return
+        cls = bounded(_validator_class(name, schema))
+        too_large = schema_size_fault(schema)
+        if too_large is not None:
+            self.unusable[name] = too_large
+            self._validators[name] = cls({}, registry=_NO_RETRIEVAL)
+            return
+        self._declared[name] = _property_names(schema)
+        try:
+            check_schema(cls, schema)
+            unresolved = _unresolved_ref(cls, schema)
+        except SchemaCheckTimeout as exc:
+            self.unusable[name] = f"the JSON Schema's own check did not finish within {exc.seconds * 1000:.0f} ms"
+            self._timed_out.add(name)
+            self._validators[name] = cls({}, registry=_NO_RETRIEVAL)
+            return
+        except js_exceptions.SchemaError as exc:
+            raise RegistryError(f"tool {short(name)}: invalid JSON Schema: {_schema_fault(exc)}") from None
+        except RecursionError:  # the meta-schema check recurses several frames per level
+            raise RegistryError(f"tool {short(name)}: JSON Schema nested too deep to check") from None
+        except Exception as exc:  # the schema library tripping over a shape its meta-schema let pass
+            raise RegistryError(f"tool {short(name)}: JSON Schema cannot be compiled ({type(exc).__name__})") from None
+        if unresolved is not None:
+            self.unusable[name] = unresolved
+        self._validators[name] = cls(schema, registry=_NO_RETRIEVAL)
 
     def ensure_usable(self) -> "ToolRegistry":
         """This registry, or :class:`RegistryError` naming the first tool in :attr:`unusable`
-        and the JSON Pointer of its ``$ref`` (never a schema value)."""
+        and why (the JSON Pointer of its ``$ref``, its size, or ``schema_check_timeout``;
+        never a schema value)."""
         for name, problem in self.unusable.items():
-            raise RegistryError(f"tool {short(name)}: invalid JSON Schema: {problem}")
+            raise RegistryError(str(SchemaUnusable(name, problem, name in self._timed_out)))
         return self
 
     @classmethod
@@ -260,7 +290,7 @@ class ToolRegistry:
             if schema is not None and not isinstance(schema, dict):
                 raise RegistryError(f"tools[{i}] ({short(name)}): schema must be an object, not {_json_type(schema)}")
             schemas[name] = schema
-        return cls(schemas)
+        return _cached(cls, schemas)
 
     @classmethod
     def load(cls, path: Path) -> "ToolRegistry":
@@ -285,22 +315,25 @@ class ToolRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._validators
 
-    def validate(self, name: str, arguments: Any) -> list[SchemaIssue]:
+    def validate(self, name: str, arguments: Any, seconds: float = CALL_CHECK_SECONDS) -> list[SchemaIssue]:
         """All schema errors of ``arguments`` for tool ``name`` (empty when valid or no schema).
 
         Raises :class:`SchemaUnusable` when the schema cannot be applied (a ``$ref`` met
-        while validating does not resolve), and RecursionError for arguments nested deeper
-        than a recursive schema check can go.
+        while validating does not resolve), :class:`~assembler.schemacheck.SchemaCheckTimeout`
+        when the check takes more than ``seconds`` of CPU time (a pattern that backtracks
+        catastrophically on the arguments, or a huge check), and RecursionError for
+        arguments nested deeper than a recursive schema check can go.
         """
         validator = self._validators.get(name)
         if validator is None:
             return []
         if name in self.unusable:
-            raise SchemaUnusable(name, self.unusable[name])
+            raise SchemaUnusable(name, self.unusable[name], name in self._timed_out)
         declared = self._declared.get(name, frozenset())
         issues = []
         try:
-            errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
+            with time_limit(seconds):
+                errors = sorted(validator.iter_errors(arguments), key=lambda e: [str(p) for p in e.absolute_path])
         except referencing.exceptions.Unresolvable:  # jsonschema's wrapper of it too; its text quotes the $ref
             raise SchemaUnusable(name, "a $ref met while validating does not resolve") from None
         for err in errors:
@@ -310,3 +343,31 @@ class ToolRegistry:
             expected = json.dumps(err.validator_value, ensure_ascii=False) if err.validator != "$ref" else ""
             issues.append(SchemaIssue(pointer or "/", str(err.validator), expected[:120], err.message))
         return issues
+
+
+#: Registries built lately, by their schemas' JSON text: an agent sends the same tools with
+#: every request, and checking large schemas against their meta-schema costs milliseconds.
+_BUILT: OrderedDict[str, ToolRegistry] = OrderedDict()
+_BUILT_LOCK = threading.Lock()
+_BUILT_KEEP = 32
+
+
+def _cached(cls: type[ToolRegistry], schemas: dict[str, dict[str, Any] | None]) -> ToolRegistry:
+    """``cls(schemas)``, reused when the same schemas were built lately (a registry is never
+    changed once built, and its checks keep no state, so threads may share it)."""
+    try:
+        key = json.dumps(list(schemas.items()))
+    except (TypeError, ValueError, RecursionError):  # not plain JSON: built each time
+        return cls(schemas)
+    with _BUILT_LOCK:
+        found = _BUILT.get(key)
+        if found is not None and type(found) is cls:
+            _BUILT.move_to_end(key)
+            return found
+    built = cls(schemas)
+    with _BUILT_LOCK:
+        _BUILT[key] = built
+        while len(_BUILT) > _BUILT_KEEP:
+            _BUILT.popitem(last=False)
+    return built
+

@@ -20,6 +20,13 @@ from assembler.registry import RegistryError, SchemaUnusable
 CANARY = "CANARYref_7e21"
 
 
+@pytest.fixture(autouse=True)
+def fresh_registries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registries are reused by their schemas (:func:`assembler.registry._cached`); the tests
+    here patch how one is built, so each builds its own."""
+    monkeypatch.setattr(registry_module, "_BUILT", type(registry_module._BUILT)())
+
+
 def _tools(**schemas: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"type": "function", "function": {"name": name, "parameters": schema}} for name, schema in schemas.items()]
 

@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from assembler import jsontext
 from assembler.untrusted import parse_json
 
+from .bodies import read_capped
 from .replay import MAX_RATE, MIN_RATE, SessionStore
 from .settings import FULL_SPEED, Settings, parse_speed
 from .sources import SourceError, capture_list, demo_list, load_capture, load_demo
@@ -33,6 +34,10 @@ class DocumentResponse(JSONResponse):
 
     def render(self, content: Any) -> bytes:
         return jsontext.dumps(content, allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
+#: Largest ``POST /sessions`` body: a few small fields.
+MAX_CREATE_BYTES = 64 * 1024
 
 
 def build_router(settings: Settings, store: SessionStore) -> APIRouter:
@@ -78,7 +83,10 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
 
     @router.post("/sessions")
     async def create(request: Request) -> JSONResponse:
-        body, problem = parse_json(await request.body())
+        raw = await read_capped(request, MAX_CREATE_BYTES)
+        if raw is None:
+            return JSONResponse({"error": f"body over {MAX_CREATE_BYTES} bytes"}, status_code=413)
+        body, problem = parse_json(raw)
         if problem is not None:
             return JSONResponse({"error": f"body must be JSON: the body is {problem}"}, status_code=400)
         if not isinstance(body, dict):

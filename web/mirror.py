@@ -35,6 +35,7 @@ from assembler.calls import owed_results
 from assembler.model import CallKey, CallOutcome, CallState, CommittedCall, StreamResult, Transition
 from assembler.redact import AssemblyEvent, CallView
 
+from .bodies import read_capped
 from .live import LiveSession, LiveSource
 from .live_store import LiveSessionStore
 from .session import Status
@@ -273,11 +274,8 @@ def build_router(store: LiveSessionStore) -> APIRouter:
     router = APIRouter()
 
     async def body(request: Request) -> Any:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
-            raise MirrorError(f"body over {MAX_BODY} bytes")
-        raw = await request.body()
-        if len(raw) > MAX_BODY:
+        raw = await read_capped(request, MAX_BODY)
+        if raw is None:
             raise MirrorError(f"body over {MAX_BODY} bytes")
         try:
             return json.loads(raw)

@@ -47,6 +47,7 @@ from starlette.types import Message, Receive, Scope, Send
 from assembler.urls import scrub_url
 from assembler.untrusted import parse_json
 
+from .bodies import read_capped
 from .content_coding import MAX_DECODED_BYTES, CodingError, decode_body
 from .credentials import (  # the credential rules, re-exported for the proxy's callers
     FORWARDED,
@@ -340,8 +341,8 @@ def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstrea
         if upstreams.base(name) is None:
             known = ", ".join(upstreams.names())
             return error_json(404, "unknown_upstream", f"toollatch proxy: no upstream {name!r}; configured: {known}.")
-        body = await request.body()
-        if len(body) > settings.max_upload_bytes:
+        body = await read_capped(request, settings.max_upload_bytes)
+        if body is None:
             return error_json(413, "request_too_large", f"toollatch proxy: request body over {settings.max_upload_bytes} bytes.")
         try:
             path, embedded = split_path(path)
