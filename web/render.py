@@ -26,9 +26,10 @@ from assembler import jsontext
 from assembler.demos import Demo
 from assembler.model import CallState, ToolResult
 
-from . import diagram
+from . import diagram, glossary
 from .triage import card_diagnosis
 from .session import Card, Changes, Session
+from .summary import session_summary, verdict_counts
 from .settings import FULL_SPEED, RATES, SPEEDS, Settings, speed_label, speed_value
 
 #: Committed arguments longer than this (characters of pretty JSON) are cut on screen.
@@ -147,6 +148,10 @@ class Renderer:
             plural=plural,
             pretty=pretty_arguments,
             compact_json=jsontext.dumps,  # any depth; escaped by autoescape
+            plain=glossary.plain,
+            plain_reason=glossary.plain_reason,
+            reason_code=glossary.reason_code,
+            short_reason=glossary.short_reason,
         )
         self.env.globals.update(
             bar_percent=bar_percent,
@@ -161,6 +166,8 @@ class Renderer:
             diagram_edges=diagram.EDGES,
             diagram_size=(diagram.WIDTH, diagram.HEIGHT),
             card_diagnosis=card_diagnosis,
+            session_summary=session_summary,
+            verdict_counts=verdict_counts,
         )
 
     def page(self, name: str, **context: Any) -> str:
