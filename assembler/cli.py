@@ -220,6 +220,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(str(exc))
     from web.app import run  # the web layer is imported only for this command
+    from web.banner import port_problem, serve_banner
     from web.settings import Settings
 
     captures = Path(args.captures) if args.captures else _default_captures()
@@ -232,7 +233,12 @@ def run_serve(args: argparse.Namespace) -> int:
         options["mock_delay"] = float(delay)
     if mock.get("rechunk") is not None:
         options["mock_rechunk"] = mock["rechunk"]
-    run(Settings(captures_dir=captures, config=config, host=args.host, port=args.port, upstreams=upstreams, api_key_env=key_env, **options))
+    settings = Settings(captures_dir=captures, config=config, host=args.host, port=args.port, upstreams=upstreams, api_key_env=key_env, **options)
+    problem = port_problem(args.host, args.port)
+    if problem is not None:
+        return _fail(f"{problem}; pick another with --port N")
+    _write(serve_banner(settings))
+    run(settings)
     return 0
 
 
@@ -244,14 +250,30 @@ def run_mock(args: argparse.Namespace) -> int:
     delay = args.delay if args.delay is not None else float(os.environ.get("TOOLLATCH_MOCK_DELAY") or 0.02)
     import uvicorn  # the web layer is imported only for this command
 
+    from web.banner import base_url, port_problem
     from web.mock import MockProvider, create_mock_app
 
+    problem = port_problem(args.host, args.port)
+    if problem is not None:
+        return _fail(f"{problem}; pick another with --port N")
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"toollatch: warning: binding {args.host}: the mock is meant for loopback only", file=sys.stderr)
     hosts = ["localhost", "127.0.0.1", "::1", "[::1]", args.host]
     app = create_mock_app(MockProvider(captures, delay, args.rechunk), hosts)
+    _write(f"toollatch mock: {base_url(args.host, args.port)}/ (GET / lists its endpoints)\n")
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
+
+
+def port_number(text: str) -> int:
+    """An ``argparse`` type: a TCP port, 1-65535; anything else is refused by the parser."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (1-65535)")
+    return port
 
 
 #: The input formats every reading command takes, detected from the first bytes.
@@ -297,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Input: raw SSE as curl -N prints it (with or without the curl -i head), JSON Lines of provider events, "
         "or a binary AWS event stream (Bedrock); not a HAR export (export one entry's body) and not gzip-compressed.",
     )
-    exp.add_argument("--redact", action="store_true", required=True, help="replace argument and text strings (required)")
+    exp.add_argument("--redact", action="store_true", help="replace argument and text strings (the default, and the only mode; accepted for scripts that pass it)")
     exp.add_argument("path", help="capture file")
     exp.add_argument("-o", "--output", required=True, help="reproducer to write (OUT.report.json and OUT.md beside it)")
     exp.add_argument(
@@ -315,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
         "and live sessions mirrored from toollatch.latch(..., dashboard=URL).",
     )
     srv.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)")
-    srv.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
+    srv.add_argument("--port", type=port_number, default=8765, help="port (default: 8765)")
     srv.add_argument("--captures", help="folder of captures to list (default: $TOOLLATCH_SHARED/captures if present)")
     srv.add_argument("--config", help=_CONFIG_HELP)
     srv.add_argument("--data-dir", help="where stored sources live (default: $TOOLLATCH_DATA_DIR or the user data dir)")
@@ -331,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
         "the request's model names a demo scenario or a capture (GET /api/scenarios). No key, no network.",
     )
     mck.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
-    mck.add_argument("--port", type=int, default=8766, help="port (default: 8766)")
+    mck.add_argument("--port", type=port_number, default=8766, help="port (default: 8766)")
     mck.add_argument("--captures", help="folder of captures it also serves (default: $TOOLLATCH_SHARED/captures if present)")
     mck.add_argument("--delay", type=float, help="seconds between writes (default $TOOLLATCH_MOCK_DELAY or 0.02)")
     mck.add_argument("--rechunk", type=int, metavar="SEED", help="re-chunk bodies at random byte positions (seeded; default: one provider event a write)")

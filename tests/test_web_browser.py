@@ -227,7 +227,8 @@ def test_cancel_button_cancels_open_calls(page: Any, base_url: str) -> None:
     page.wait_for_selector(".pill.status-cancelled")
     assert page.locator(".card .badge").all_inner_texts() == ["CANCELLED", "CANCELLED"]
     assert page.inner_text("#results").count("is_error") == 2
-    assert "cancelled: user stop" in page.inner_text("#results")
+    assert page.inner_text("#calls").count("cancelled: user stop") == 2  # the reason in full, on each card
+    assert "cancelled (stopped before the stream ended" in page.inner_text("#results")  # named there, not repeated
     assert page.is_disabled("button[value=cancel]") and page.is_disabled("button[value=play]")
 
 

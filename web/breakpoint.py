@@ -36,6 +36,8 @@ from assembler.model import (
     StreamTruncated,
 )
 
+from . import glossary
+
 #: Token classes shown before and after the break.
 BEFORE, AFTER = 8, 3
 #: Bytes of text shown around the break when the user reveals it.
@@ -240,4 +242,13 @@ def describe(diagnosis: dict[str, Any] | None) -> str:
         return "schema errors at " + ", ".join(f"{e.get('pointer') or '(root)'} ({e.get('keyword')})" for e in errors) if errors else "schema error"
     if kind == "semantic":
         return f"grammar holds but not strict JSON: {diagnosis.get('problem')}"
-    return str(diagnosis.get("problem") or kind or "")
+    if kind == "cut_off":
+        text = diagnosis.get("text")
+        so_far = ""
+        if isinstance(text, dict) and text.get("kind") == "complete":
+            so_far = "; the text so far is complete JSON"
+        elif isinstance(text, dict) and text.get("kind"):
+            so_far = f"; the text so far: {describe(text)}"
+        received = f"{diagnosis.get('bytes', 0):,} bytes in {diagnosis.get('fragments', 0):,} fragments"
+        return f"cut off: the stream ended ({diagnosis.get('stream_end')}) after {received} of this call{so_far}"
+    return str(diagnosis.get("problem") or glossary.plain(kind, "diagnosis") or kind or "")

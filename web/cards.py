@@ -45,6 +45,10 @@ class Verdict:
 
     text: str
     state: str  # a CallState value, or "stream"
+    #: a call's verdict: ``text`` without its reason (the log names the reason in a few
+    #: words; its full text is on the call's card); ``reason``: the reason string
+    head: str | None = None
+    reason: str | None = None
 
 
 @dataclass

@@ -125,6 +125,14 @@ class LiveSessionStore(SessionStore):
                 del self._sessions[sid]
                 self._hubs.pop(sid).close()
 
+    def forget(self, session: LiveSession) -> None:
+        """Drop a live session before it is shown or recorded (the built-in mock refused its
+        request: the client has the answer, nothing was streamed worth replaying)."""
+        session.stop_watching()
+        if self._sessions.get(session.id) is session:
+            del self._sessions[session.id]
+            self._hubs.pop(session.id).close()
+
     def live_sessions(self) -> list[LiveSession]:
         """Live sessions, newest first."""
         return [s for s in self.all() if isinstance(s, LiveSession)]

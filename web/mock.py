@@ -49,7 +49,7 @@ from assembler.mockwire import (
     scenario_script,
     split_events,
 )
-from assembler.untrusted import parse_json
+from assembler.untrusted import parse_json, short
 
 from .sources import capture_list
 
@@ -62,19 +62,28 @@ ENDPOINTS: dict[str, MockDialect] = {
     "/v1/messages": "anthropic",
 }
 _DIALECT_ENDPOINT = {dialect: path for path, dialect in ENDPOINTS.items()}
+#: Scenario names an unknown model's answer lists (the rest: ``GET /v1/models``).
+UNKNOWN_MODEL_SHOWN = 4
 
 
 class MockDrop(Exception):
     """The mock drops the connection mid-stream (``?drop=N``)."""
 
 
+#: The ``httpx.Response.extensions`` key :class:`MockTransport` sets (never sent on the wire)
+#: when the mock refused a request it cannot serve (not an error asked for with ``?status=``).
+MOCK_REFUSED = "toollatch_mock_refused"
+
+
 @dataclass
 class MockReply:
-    """One answer: status, headers and the body as the pieces written (async, paced)."""
+    """One answer: status, headers and the body as the pieces written (async, paced);
+    ``refused``: an error because the request cannot be served (unknown model, endpoint...)."""
 
     status: int
     headers: dict[str, str]
     chunks: AsyncIterator[bytes]
+    refused: bool = False
 
 
 async def _paced(pieces: list[bytes], delay: float, drop: int | None, open_streams: list[int] | None = None) -> AsyncIterator[bytes]:
@@ -103,7 +112,7 @@ def _error(dialect: MockDialect, status: int, message: str, kind: str = "invalid
         doc: dict[str, Any] = {"type": "error", "error": {"type": anthropic_type.get(status, "api_error"), "message": message}}
     else:
         doc = {"error": {"message": message, "type": kind, "param": "model" if code == "model_not_found" else None, "code": code}}
-    return MockReply(status, {"content-type": "application/json"}, _paced([json.dumps(doc).encode()], 0.0, None))
+    return MockReply(status, {"content-type": "application/json"}, _paced([json.dumps(doc).encode()], 0.0, None), refused=kind != "mock_error")
 
 
 def _number(raw: str | None, kind: type[int] | type[float]) -> Any:
@@ -197,8 +206,7 @@ class MockProvider:
         try:
             pieces = self._pieces(model, dialect, stream)
         except ScenarioError:
-            names = ", ".join(self.scenarios())
-            return _error(dialect, 404, f"The mock has no scenario {model!r}. Use one of: {names}.", code="model_not_found")
+            return _error(dialect, 404, self.unknown_model(model, dialect), code="model_not_found")
         except _WrongDialect as exc:
             return _error(dialect, 400, str(exc), code="wrong_endpoint")
         if seed is not None:
@@ -206,6 +214,20 @@ class MockProvider:
         content_type = "text/event-stream; charset=utf-8" if stream else "application/json"
         log.info("mock: %s %s (%s, %d writes)", dialect, model, "stream" if stream else "json", len(pieces))
         return MockReply(200, {"content-type": content_type, "cache-control": "no-cache"}, _paced(pieces, delay, drop, self.open_streams))
+
+    def unknown_model(self, model: str, dialect: MockDialect) -> str:
+        """What to do when ``model`` is neither a scenario nor a capture (a real model name,
+        most often: an agent pointed at the proxy with no upstream configured): reach the
+        provider with ``--upstream``, or name a scenario (a few listed, and where all are).
+        The model name is quoted shortened (it is the client's text)."""
+        provider, url = ("anthropic", "https://api.anthropic.com") if dialect == "anthropic" else ("openai", "https://api.openai.com")
+        names = scenario_names()
+        few = ", ".join(names[:UNKNOWN_MODEL_SHOWN])
+        return (
+            f"toollatch: {short(model, 60)} is not a mock scenario; this endpoint is toollatch's built-in mock. "
+            f"To reach the real provider, run `toollatch serve --upstream {provider}={url}`. "
+            f"Or name a scenario as the model: {few}, ... (all {len(self.scenarios())}: GET /v1/models at this base URL, or the dashboard's index page)."
+        )
 
     def _pieces(self, model: str, dialect: MockDialect, stream: bool) -> list[bytes]:
         if model in scenario_names():
@@ -310,15 +332,52 @@ class MockTransport(httpx.AsyncBaseTransport):
             reply = _error("openai-chat", 405, f"The mock answers POST only, not {request.method}.")
         else:
             reply = self.provider.reply(request.url.path, body, dict(request.url.params))
-        return httpx.Response(reply.status, headers=reply.headers, stream=_ReplyStream(reply.chunks), request=request)
+        extensions = {MOCK_REFUSED: True} if reply.refused else {}
+        return httpx.Response(reply.status, headers=reply.headers, stream=_ReplyStream(reply.chunks), request=request, extensions=extensions)
+
+
+#: What each endpoint speaks, for the listing at ``GET /``.
+ENDPOINT_TITLES = {
+    "openai-chat": "OpenAI Chat Completions",
+    "openai-responses": "OpenAI Responses",
+    "anthropic": "Anthropic Messages",
+}
+
+
+def endpoint_listing(provider: MockProvider) -> dict[str, Any]:
+    """``GET /`` of ``toollatch mock``: its endpoints, how the model picks what is served,
+    the query options, and the scenario names (a JSON object)."""
+    endpoints = [{"method": "POST", "path": path, "speaks": ENDPOINT_TITLES[dialect]} for path, dialect in ENDPOINTS.items()]
+    endpoints += [
+        {"method": "GET", "path": "/v1/models", "speaks": "OpenAI model list: every scenario name"},
+        {"method": "GET", "path": "/api/scenarios", "speaks": "a JSON array of scenario names"},
+    ]
+    return {
+        "service": "toollatch mock provider",
+        "endpoints": endpoints,
+        "model": "the request's model names a scenario (or a capture's relative path); \"stream\": true gets SSE",
+        "query": {
+            "delay": "seconds between writes",
+            "chunk": "an integer seed: re-chunk the bytes at random byte positions",
+            "drop": "drop the connection after that many writes",
+            "status": "answer with that HTTP error status instead",
+        },
+        "scenarios": provider.scenarios(),
+    }
 
 
 def create_mock_app(provider: MockProvider, allowed_hosts: list[str]) -> Any:
-    """The mock alone (``toollatch mock``): the routes at the root, the ``Host`` check on."""
+    """The mock alone (``toollatch mock``): the routes at the root, ``GET /`` listing them
+    (:func:`endpoint_listing`), the ``Host`` check on."""
     from fastapi import FastAPI
     from starlette.middleware.trustedhost import TrustedHostMiddleware
 
     app = FastAPI(title="toollatch mock provider", docs_url=None, redoc_url=None, openapi_url=None)
     app.include_router(build_router(provider))
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> JSONResponse:
+        return JSONResponse(endpoint_listing(provider))
+
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
     return app

@@ -29,7 +29,10 @@ the client's stream aborted, open calls CANCELLED. Any failure before the upstre
 (:func:`open_upstream`: a path that is not a URL → ``400``, connect failure → ``502``...)
 is a JSON error in the provider's shape (:mod:`web.proxy_errors`) naming the upstream, and
 ends the session (ERROR); an upstream 4xx/5xx reaches the client unchanged and shows on
-the session.
+the session, except the built-in mock's refusal of a request it cannot serve (a model that
+is no scenario, most often a real model name with no upstream configured: its 404 says what
+to do, :meth:`~web.mock.MockProvider.unknown_model`): that is neither kept as a session nor
+recorded, a log line names it.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ from .credentials import (  # the credential rules, re-exported for the proxy's 
 )
 from .live import LiveSession, LiveSource, endpoint_dialect
 from .live_store import LiveSessionStore
-from .mock import MockProvider, MockTransport
+from .mock import MOCK_REFUSED, MockProvider, MockTransport
 from .proxy_headers import forward_headers, header_bytes, response_headers  # forward_headers: re-exported
 from .proxy_paths import encode_path, split_path, wire_path  # split_path: re-exported
 from .proxy_errors import control_character, error_json, error_shape  # error_shape: re-exported
@@ -358,6 +361,10 @@ def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstrea
         upstream = await open_upstream(upstreams, store, name, request.method, path, query, headers, body, session, wire)
         if isinstance(upstream, JSONResponse):
             return upstream
+        if session is not None and upstream.extensions.get(MOCK_REFUSED):  # relayed as is; neither a session nor a recording
+            log.warning("toollatch proxy: the built-in mock (upstream %r) answered %d to %s %s; not recorded", name, upstream.status_code, request.method, scrub_url("/" + path.lstrip("/"), limit=200))
+            store.forget(session)
+            session = None
         return ProxyStream(upstream, session, store, secrets, teer)
 
     return router

@@ -26,10 +26,11 @@ from assembler import jsontext
 from assembler.demos import Demo
 from assembler.model import CallState, ToolResult
 
-from . import diagram
+from . import diagram, glossary
 from .mask_values import hide_values
 from .triage import card_diagnosis
 from .session import Card, Changes, Session
+from .summary import session_summary, verdict_counts
 from .settings import FULL_SPEED, RATES, SPEEDS, Settings, speed_label, speed_value
 
 #: Committed arguments longer than this (characters of pretty JSON) are cut on screen.
@@ -149,6 +150,10 @@ class Renderer:
             pretty=pretty_arguments,
             hide_values=hide_values,
             compact_json=jsontext.dumps,  # any depth; escaped by autoescape
+            plain=glossary.plain,
+            plain_reason=glossary.plain_reason,
+            reason_code=glossary.reason_code,
+            short_reason=glossary.short_reason,
         )
         self.env.globals.update(
             bar_percent=bar_percent,
@@ -163,6 +168,8 @@ class Renderer:
             diagram_edges=diagram.EDGES,
             diagram_size=(diagram.WIDTH, diagram.HEIGHT),
             card_diagnosis=card_diagnosis,
+            session_summary=session_summary,
+            verdict_counts=verdict_counts,
         )
 
     def page(self, name: str, **context: Any) -> str:

@@ -323,7 +323,8 @@ class Session:
         if verdict:
             name = view.name or "unnamed call"
             reason = f": {view.reason}" if view.reason else ""
-            self._announce(Verdict(f"{name} ({view.call_id or 'no id'}) {view.state.name}{reason}", view.state.value))
+            head = f"{name} ({view.call_id or 'no id'}) {view.state.name}"
+            self._announce(Verdict(f"{head}{reason}", view.state.value, head, view.reason))
 
     def _announce(self, verdict: Verdict) -> None:
         self.verdicts.append(verdict)

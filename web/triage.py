@@ -29,7 +29,7 @@ from assembler.model import CallOutcome, CallState, StreamResult
 from assembler.naive import NaiveAction, naive_lane
 from assembler.pipeline import Pipeline
 
-from . import breakpoint
+from . import breakpoint, glossary
 from .mask_values import hide_values
 from .session import Card, Session
 from .sources import LoadedSource, iter_events
@@ -42,13 +42,7 @@ REVEALABLE = ("upload", "capture")
 #: Failed calls per session for which the break context is recovered.
 MAX_CONTEXTS = 24
 
-STRATEGIES = {
-    "execute_when_parses": "runs a call as soon as its buffer parses as JSON",
-    "count_brackets": "runs a call when its brackets balance",
-    "execute_at_block_end": "runs a call at its block's end, before the stream ended",
-    "merge_by_position": "keys fragments by position in the tool_calls array, not by index",
-    "concatenate_names": "appends function.name deltas like arguments",
-}
+STRATEGIES = glossary.STRATEGIES  # what each naive strategy does, in plain words
 
 
 class Events:

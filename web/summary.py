@@ -1,0 +1,52 @@
+"""One line that says how a finished session went, and verdict counts for the session list.
+
+Built from the cards only (states and reason codes; never argument text):
+``"1 of 2 calls FAILED: invalid JSON at byte 90 · 1 COMMITTED"``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from assembler.model import CallState
+
+from .glossary import short_reason
+from .session import Session
+
+#: Verdict states in the order chips and summaries name them.
+VERDICT_ORDER = (CallState.FAILED, CallState.CANCELLED, CallState.COMMITTED)
+#: Distinct reasons named in a summary line; more are counted ("and 2 more").
+MAX_REASONS = 2
+
+
+def verdict_counts(session: Session) -> list[tuple[str, int]]:
+    """``[(state value, count), ...]`` of the calls with a verdict, FAILED first; empty
+    before any verdict."""
+    counts = Counter(card.view.state for card in session.cards.values() if card.view.state.terminal)
+    return [(state.value, counts[state]) for state in VERDICT_ORDER if counts[state]]
+
+
+def session_summary(session: Session) -> str | None:
+    """One line for a finished session (``None`` while it runs): how many calls failed or
+    were cancelled, with the first reasons in a few words, and how many committed."""
+    if not session.status.done:
+        return None
+    cards = list(session.cards.values())
+    if not cards:
+        return "No tool calls: the session ended with an error." if session.error else "No tool calls in this stream."
+    total = len(cards)
+    counts = Counter(card.view.state for card in cards)
+    calls = "call" if total == 1 else "calls"
+    parts: list[str] = []
+    failed = [card for card in cards if card.view.state is CallState.FAILED]
+    if failed:
+        reasons = list(dict.fromkeys(short_reason(card.view.reason) for card in failed))
+        named = "; ".join(reasons[:MAX_REASONS]) + (f"; and {len(reasons) - MAX_REASONS} more" if len(reasons) > MAX_REASONS else "")
+        parts.append(f"{len(failed)} of {total} {calls} FAILED: {named}")
+    for state in (CallState.CANCELLED, CallState.COMMITTED):
+        if counts[state]:
+            parts.append(f"{counts[state]} of {total} {calls} {state.name}" if not parts else f"{counts[state]} {state.name}")
+    unsettled = total - sum(counts[s] for s in VERDICT_ORDER)
+    if unsettled:
+        parts.append(f"{unsettled} without a verdict")
+    return " · ".join(parts)
