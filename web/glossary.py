@@ -30,6 +30,8 @@ REASONS: dict[str, str] = {
     "idle_timeout": "nothing arrived for this call for too long",
     "cancelled": "stopped before the stream ended: the client went away or Stop was pressed",
     "budget_exceeded": "the stream went over its overall size or time budget",
+    "name_conflict": "a later chunk named a different tool for the same call",
+    "schema_check_timeout": "the JSON Schema check could not finish within its time limit",
 }
 
 #: The few words a one-line summary uses for a reason code.
@@ -47,6 +49,8 @@ SHORT_REASONS: dict[str, str] = {
     "idle_timeout": "idle timeout",
     "cancelled": "cancelled",
     "budget_exceeded": "budget exceeded",
+    "name_conflict": "tool name changed mid-call",
+    "schema_check_timeout": "schema check timed out",
 }
 
 ENDS: dict[str, str] = {
@@ -122,6 +126,11 @@ QUIRKS: dict[str, str] = {
     "args_not_object": "a function call's args are not an object",
     "arguments_only_in_done": "arguments arrived only in the done event",
     "done_arguments_differ": "the done event's arguments differ from the deltas",
+    "final_arguments_differ": "a later final text differs from the first (the first stays)",
+    "delta_after_done": "an argument delta after the final text (ignored)",
+    "item_only_in_response_completed": "a tool item seen only in response.completed",
+    "content_after_finish_reason": "content after a finishReason frame (kept; the last finishReason decides)",
+    "unknown_finish_reason": "a finish reason the provider does not document (taken as a normal end)",
     "custom_tool_input_wrapped": "a custom tool's input came wrapped in an object",
     "input_json_delta_for_non_tool_block": "input_json_delta for a block that is not tool_use",
     "block_index_reused": "a content block index used twice",
