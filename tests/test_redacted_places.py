@@ -276,7 +276,6 @@ STRAY: dict[str, bytes] = {
         added(arguments="{}"),
         ("response.completed", {"type": "response.completed", "response": {"output": [item(arguments='{"p": "' + SECRET + '"}')]}}),
     ),
-    "gemini call after the finish": sse(gemini_part({"name": "f", "args": {}}, "STOP"), gemini_part({"name": "g", "args": {"p": SECRET}})),
     "an unreadable line": sse(chat({"tool_calls": [entry(0, "{}", "c1")]}, "tool_calls"), done=True) + b'data: {"p": "' + SECRET.encode() + b'"\n\n',
 }
 

@@ -62,6 +62,7 @@ class MirrorStream:
         self._quirks: dict[str, int] = {}
         self.end: str | None = None
         self.end_detail: str | None = None
+        self.provider_message: str | None = None  # a provider's free text never crosses a mirror
 
     @property
     def ended(self) -> bool:
