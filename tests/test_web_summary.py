@@ -135,3 +135,17 @@ def test_a_finished_live_session_has_its_summary_too(tmp_path: Any) -> None:
         page = text_of(client.get(f"/sessions/{sid}").text)
         assert "2 of 2 calls COMMITTED" in page
         assert '<span class="chip chip-committed">2 COMMITTED</span>' in client.get("/partials/sessions").text
+
+
+def test_an_upstream_error_is_not_repeated_by_a_summary(tmp_path: Any) -> None:
+    from web import Settings, create_app
+
+    with TestClient(create_app(Settings(data_dir=tmp_path, mock_delay=0.0)), base_url="http://127.0.0.1") as client:
+        assert client.post("/proxy/openai/v1/chat/completions?status=429", json={"model": "single", "stream": True}).status_code == 429
+        sid = client.get("/api/live").json()["sessions"][0]["id"]
+        for _ in range(200):
+            if client.get(f"/api/sessions/{sid}").json()["status"] == "error":
+                break
+            time.sleep(0.02)
+        status = client.get(f"/sessions/{sid}").text.split('id="status"', 1)[1].split("</div>", 1)[0]
+        assert text_of(status).count("The mock answers 429 as asked") == 1 and 'id="summary"' not in status
