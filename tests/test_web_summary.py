@@ -41,6 +41,8 @@ def test_a_finished_session_has_a_one_line_summary() -> None:
         assert "1 of 1 call FAILED: invalid JSON at byte 90" in page
         assert "2 of 2 calls COMMITTED" in text_of(client.get(f"/sessions/{parallel}").text)
         assert 'id="summary"' not in client.get(f"/sessions/{running}").text
+        assert client.get(f"/api/sessions/{invalid}").json()["summary"] == "1 of 1 call FAILED: invalid JSON at byte 90"
+        assert client.get(f"/api/sessions/{running}").json()["summary"] is None
 
 
 def test_the_full_error_text_is_shown_once_on_the_page() -> None:
