@@ -1,4 +1,4 @@
-"""Every code the assembler can emit has plain words (web.glossary), and pages show them.
+"""Every code the assembler can emit has plain words in web.glossary (pages: tests/test_web_summary.py).
 
 The codes are read from the assembler's own source, not listed by hand: reason codes from
 :class:`~assembler.model.Reason`, stream end kinds from ``StreamEndKind``, quirk names from

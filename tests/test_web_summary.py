@@ -4,6 +4,7 @@ shows verdict chips, and a call's error text is shown once on its page."""
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from starlette.testclient import TestClient
@@ -40,6 +41,8 @@ def test_a_finished_session_has_a_one_line_summary() -> None:
         assert "1 of 1 call FAILED: invalid JSON at byte 90" in page
         assert "2 of 2 calls COMMITTED" in text_of(client.get(f"/sessions/{parallel}").text)
         assert 'id="summary"' not in client.get(f"/sessions/{running}").text
+        assert client.get(f"/api/sessions/{invalid}").json()["summary"] == "1 of 1 call FAILED: invalid JSON at byte 90"
+        assert client.get(f"/api/sessions/{running}").json()["summary"] is None
 
 
 def test_the_full_error_text_is_shown_once_on_the_page() -> None:
@@ -118,3 +121,33 @@ def test_a_summary_names_several_reasons_and_counts_the_rest() -> None:
 def test_describe_a_cut_off_call() -> None:
     text = describe({"kind": "cut_off", "stream_end": "truncated", "bytes": 1200, "fragments": 7, "text": {"kind": "complete"}})
     assert text == "cut off: the stream ended (truncated) after 1,200 bytes in 7 fragments of this call; the text so far is complete JSON"
+
+
+def test_a_finished_live_session_has_its_summary_too(tmp_path: Any) -> None:
+    from web import Settings, create_app
+
+    with TestClient(create_app(Settings(data_dir=tmp_path, mock_delay=0.0)), base_url="http://127.0.0.1") as client:
+        response = client.post("/proxy/anthropic/v1/messages", json={"model": "parallel", "stream": True})
+        assert response.status_code == 200
+        sid = client.get("/api/live").json()["sessions"][0]["id"]
+        for _ in range(200):
+            if client.get(f"/api/sessions/{sid}").json()["status"] == "finished":
+                break
+            time.sleep(0.02)
+        page = text_of(client.get(f"/sessions/{sid}").text)
+        assert "2 of 2 calls COMMITTED" in page
+        assert '<span class="chip chip-committed">2 COMMITTED</span>' in client.get("/partials/sessions").text
+
+
+def test_an_upstream_error_is_not_repeated_by_a_summary(tmp_path: Any) -> None:
+    from web import Settings, create_app
+
+    with TestClient(create_app(Settings(data_dir=tmp_path, mock_delay=0.0)), base_url="http://127.0.0.1") as client:
+        assert client.post("/proxy/openai/v1/chat/completions?status=429", json={"model": "single", "stream": True}).status_code == 429
+        sid = client.get("/api/live").json()["sessions"][0]["id"]
+        for _ in range(200):
+            if client.get(f"/api/sessions/{sid}").json()["status"] == "error":
+                break
+            time.sleep(0.02)
+        status = client.get(f"/sessions/{sid}").text.split('id="status"', 1)[1].split("</div>", 1)[0]
+        assert text_of(status).count("The mock answers 429 as asked") == 1 and 'id="summary"' not in status

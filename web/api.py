@@ -6,7 +6,8 @@
 session document. A value out of range is refused with ``400`` and a message naming the
 range (the HTML forms clamp it instead, with a notice: :mod:`web.controls`).
 
-A session document also carries ``delivery``: renders so far and, per WebSocket viewer,
+A session document also carries ``summary`` (one line once the session is over, else
+null: :func:`~web.summary.session_summary`) and ``delivery``: renders so far and, per WebSocket viewer,
 frames offered, sent, dropped (progress only) and full-state resyncs. Session documents
 hold committed arguments, so they are sent as :class:`DocumentResponse` (any nesting depth).
 """
@@ -25,6 +26,7 @@ from .bodies import read_capped
 from .replay import MAX_RATE, MIN_RATE, SessionStore
 from .settings import FULL_SPEED, Settings, parse_speed
 from .sources import SourceError, capture_list, demo_list, load_capture, load_demo
+from .summary import session_summary
 from .triage_routes import session_triage
 
 
@@ -79,7 +81,8 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
         if found is None:
             return JSONResponse({"error": f"no session {sid!r}"}, status_code=404)
         triage = await session_triage(found, request.app.state.sources)  # diagnoses, naive lane, exports
-        return DocumentResponse({**found.to_json(), "watchers": store.watchers(found), "delivery": store.delivery(found), "triage": triage})
+        doc = {**found.to_json(), "summary": session_summary(found), "watchers": store.watchers(found), "delivery": store.delivery(found), "triage": triage}
+        return DocumentResponse(doc)
 
     @router.post("/sessions")
     async def create(request: Request) -> JSONResponse:

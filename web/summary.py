@@ -27,13 +27,14 @@ def verdict_counts(session: Session) -> list[tuple[str, int]]:
 
 
 def session_summary(session: Session) -> str | None:
-    """One line for a finished session (``None`` while it runs): how many calls failed or
-    were cancelled, with the first reasons in a few words, and how many committed."""
+    """One line for a finished session (``None`` while it runs, and for one that ended with
+    an error before any call: the error is the line): how many calls failed or were
+    cancelled, with the first reasons in a few words, and how many committed."""
     if not session.status.done:
         return None
     cards = list(session.cards.values())
     if not cards:
-        return "No tool calls: the session ended with an error." if session.error else "No tool calls in this stream."
+        return None if session.error else "No tool calls."  # an error is shown on its own, once
     total = len(cards)
     counts = Counter(card.view.state for card in cards)
     calls = "call" if total == 1 else "calls"
