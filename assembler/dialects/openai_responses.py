@@ -302,7 +302,7 @@ class OpenAIResponsesAdapter:
         call id unlike the provisional one replaces it (the final item is authoritative)."""
         call_id, name = items.identity(item_obj)
         new_id = call_id if call_id and call_id != item.call_id else None
-        new_name = name if name and not item.name else None
+        new_name = name if name and name != item.name else None  # a different one: the assembler's name_conflict
         if new_id or new_name:
             final = bool(new_id and item.call_id)
             item.call_id, item.name = new_id or item.call_id, item.name or new_name
