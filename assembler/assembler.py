@@ -264,6 +264,10 @@ class Assembler:
                     call.not_unicode += ("call_id",)
             elif op.call_id == call.call_id:
                 self._quirk("id_repeated", out)
+            elif op.final and not call.machine.state.terminal:
+                call.call_id, changed = op.call_id, True
+                call.not_unicode = tuple(f for f in call.not_unicode if f != "call_id") + (("call_id",) if "call_id" in op.not_unicode else ())
+                self._quirk("call_id_replaced", out)
             else:
                 self._quirk("id_conflict", out)
         if op.name:

@@ -17,7 +17,9 @@ own output item: ``function_call`` + ``function_call_output``, ``custom_tool_cal
 ``id``), ``shell_call`` + ``shell_call_output`` (an error result as ``stderr`` with exit code
 1), ``apply_patch_call`` + ``apply_patch_call_output`` (``status: failed``), ``computer_call`` +
 ``computer_call_output``: an error result there holds no screenshot, which the caller must
-add before sending, as the API accepts only a screenshot); Bedrock Converse (``toolUse`` + ``toolResult`` with ``status``); Gemini
+add before sending, as the API accepts only a screenshot; ``tool_search_call`` +
+``tool_search_output``, whose ``tools`` are the executor's result read as a JSON array, and
+none for an error result); Bedrock Converse (``toolUse`` + ``toolResult`` with ``status``); Gemini
 (``functionCall`` + ``functionResponse`` parts); Cohere v2 (OpenAI-like ``tool_calls``).
 """
 
@@ -29,6 +31,7 @@ from typing import Any
 
 from . import jsontext
 from .model import CallOutcome, CallState, StreamResult, ToolResult
+from .untrusted import parse_json
 
 Message = dict[str, Any]
 
@@ -112,6 +115,8 @@ def _responses_call(c: CallOutcome) -> Message:
     if kind == "custom_tool_call":
         text = args.get("input", "") if isinstance(args, dict) else ""
         return {"type": kind, "call_id": c.call_id, "name": c.name, "input": text}
+    if kind == "tool_search_call":
+        return {"type": kind, "call_id": c.call_id, "execution": "client", "arguments": args, "status": "completed"}
     if kind in ("local_shell_call", "shell_call", "apply_patch_call", "computer_call"):
         field = "operation" if kind == "apply_patch_call" else "action"
         if kind == "computer_call" and isinstance(args, dict) and set(args) == {"actions"}:
@@ -135,6 +140,9 @@ def _responses_output(c: CallOutcome, r: ToolResult) -> Message:
         return {"type": "shell_call_output", "call_id": r.tool_call_id, "output": [run]}
     if kind == "apply_patch_call":
         return {"type": "apply_patch_call_output", "call_id": r.tool_call_id, "status": "failed" if r.is_error else "completed", "output": r.content}
+    if kind == "tool_search_call":
+        tools, problem = (None, "error") if r.is_error else parse_json(r.content.encode("utf-8", "surrogatepass"))
+        return {"type": "tool_search_output", "call_id": r.tool_call_id, "execution": "client", "tools": tools if problem is None and isinstance(tools, list) else []}
     if kind == "computer_call":
         screenshot = {"type": "computer_screenshot"} if r.is_error else {"type": "computer_screenshot", "image_url": r.content}
         return {"type": "computer_call_output", "call_id": r.tool_call_id, "output": screenshot}
@@ -184,7 +192,7 @@ _BUILDERS = {"openai": _openai, "anthropic": _anthropic, "responses": _responses
 
 
 _RESPONSES_CALLS = frozenset(
-    ("function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call", "computer_call")
+    ("function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call", "computer_call", "tool_search_call")
 )
 
 
@@ -202,7 +210,7 @@ def _pairs(messages: list[Message]) -> tuple[list[Any], list[Any]]:
             calls.append(m.get("call_id"))
         elif kind == "local_shell_call_output":
             results.append(m.get("id"))
-        elif isinstance(kind, str) and kind.removesuffix("_output") in _RESPONSES_CALLS:
+        elif kind == "tool_search_output" or (isinstance(kind, str) and kind.removesuffix("_output") in _RESPONSES_CALLS):
             results.append(m.get("call_id"))
         content = m.get("content") if isinstance(m.get("content"), list) else m.get("parts") or []
         for block in content:

@@ -230,7 +230,7 @@ class DialectMasker(PlaceMasker):
         kind = out.get("type")
         for field in out:
             value = out[field]
-            if field in ("type", "id", "call_id", "name", "status", "role", "server_label") or value is None:
+            if field in ("type", "id", "call_id", "name", "status", "role", "server_label", "execution") or value is None:
                 continue
             if field == "arguments" and kind in ("function_call", "mcp_call"):
                 out[field] = self.args(value, "item arguments", whole=True, repeat=repeat)

@@ -252,13 +252,15 @@ def _message_item(script: Script, status: str) -> dict[str, Any]:
 
 
 #: Responses client items whose arguments are an object field, and that field.
-ACTION_ITEMS = {"local_shell_call": "action", "shell_call": "action", "apply_patch_call": "operation", "computer_call": "action"}
+ACTION_ITEMS = {"local_shell_call": "action", "shell_call": "action", "apply_patch_call": "operation", "computer_call": "action", "tool_search_call": "arguments"}
 
 
 def _function_item(script: Script, index: int, status: str, arguments: str) -> dict[str, Any]:
     call = script.calls[index]
     if call.kind in ACTION_ITEMS:
         item: dict[str, Any] = {"id": "it_" + _token(f"{script.name}/it/{index}", 40).lower(), "type": call.kind, "status": status, "call_id": call.call_id}
+        if call.kind == "tool_search_call":
+            item["execution"] = "client"  # only the client's searches are re-told
         if arguments:
             value, problem = parse_json(arguments.encode("utf-8", "surrogatepass"))
             value = arguments if problem is not None else value  # text that is not JSON: written as it is, judged as such

@@ -160,13 +160,19 @@ class CallStart:
 
 @dataclass(slots=True)
 class CallIdentity:
-    """``call_id`` and/or ``name`` seen after the start: *set*, never appended."""
+    """``call_id`` and/or ``name`` seen after the start: *set*, never appended.
+
+    A call id or name that differs from the one the call has is a conflict (the first
+    stays) unless ``final``: the provider's finalized item names the call (Responses
+    ``output_item.done``), and its id replaces the provisional one (quirk ``call_id_replaced``).
+    """
 
     key: CallKey
     call_id: str | None = None
     name: str | None = None
     #: As :attr:`CallStart.not_unicode`.
     not_unicode: tuple[str, ...] = ()
+    final: bool = False
 
     def __post_init__(self) -> None:
         _escaped_identity(self)

@@ -141,7 +141,7 @@ class Ledger:
                     out.append(self._op("whole", op.key, op.whole_arguments, repeated))
             elif isinstance(op, CallIdentity):
                 at = (self.stream, op.key)
-                if at in self._ids and self._ids[at] is None:
+                if at in self._ids and (self._ids[at] is None or op.final):
                     self._ids[at] = op.call_id
             elif isinstance(op, ArgsFragment):
                 out.append(self._op("fragment", op.key, op.text))

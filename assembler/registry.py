@@ -40,6 +40,7 @@ BUILTIN_CLIENT_TOOLS: dict[str, str] = {
     "apply_patch": "apply_patch",
     "computer": "computer",
     "computer_use_preview": "computer",
+    "tool_search": "tool_search",
 }
 
 

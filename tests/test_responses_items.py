@@ -14,7 +14,7 @@ import pytest
 from assembler.capture import read_capture
 from assembler.export import redact_capture
 from assembler.history import build_history, check_protocol
-from assembler.model import CallState, StreamResult
+from assembler.model import CallState, StreamResult, ToolResult
 from assembler.pipeline import assemble_events
 from assembler.registry import ToolRegistry
 
@@ -242,3 +242,71 @@ def test_client_items_of_a_non_streaming_body_are_calls() -> None:
     batched = {"type": "computer_call", "id": "cu_2", "call_id": "call_b", "actions": [CLICK], "pending_safety_checks": []}
     wire, _ = retell_body("openai-responses", json.dumps({"object": "response", "status": "completed", "output": [batched]}).encode())
     assert run(wire or b"").calls[0].arguments == {"actions": [CLICK]}
+
+
+# ------------------------------------------------------------------ tool search
+
+
+def tool_search_stream(execution: str | None, *, final_call_id: str = "call_final") -> bytes:
+    """After vercel/ai's recorded ``openai-client-tool-search`` fixture: the item added with a
+    provisional call id and empty arguments, finalized with another call id."""
+    item: dict[str, Any] = {"type": "tool_search_call", "id": "tsc_1", "arguments": {}, "call_id": "call_provisional"}
+    if execution is not None:
+        item["execution"] = execution
+    final = {**item, "call_id": final_call_id, "arguments": {"goal": "find a weather tool"}}
+    return sse(CREATED, added(0, item), done(0, final), {**COMPLETED, "response": {**COMPLETED["response"], "output": [final]}})
+
+
+def test_client_tool_search_is_a_call_under_its_final_call_id() -> None:
+    result = run(tool_search_stream("client"), [{"type": "tool_search", "execution": "client"}])
+    (call,) = result.calls
+    assert (call.call_id, call.name, call.executor, call.state) == ("call_final", "tool_search", "client", CallState.COMMITTED)
+    assert call.arguments == {"goal": "find a weather tool"} and result.quirks == {"call_id_replaced": 1}
+    tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+    history = build_history(result, {"call_final": ToolResult("call_final", False, json.dumps(tools))})
+    assert history[0]["type"] == "tool_search_call" and history[1] == {
+        "type": "tool_search_output", "call_id": "call_final", "execution": "client", "tools": tools}
+    assert check_protocol(history) == []
+
+
+def test_truncated_client_tool_search_owes_one_error_result_under_its_provisional_id() -> None:
+    wire = tool_search_stream("client").split(b"event: response.output_item.done")[0]
+    result = run(wire)
+    assert [(r.tool_call_id, r.is_error) for r in result.results] == [("call_provisional", True)]
+    assert build_history(result)[1] == {"type": "tool_search_output", "call_id": "call_provisional", "execution": "client", "tools": []}
+
+
+def test_hosted_tool_search_is_run_by_the_provider() -> None:
+    for execution in (None, "server"):
+        (call,) = run(tool_search_stream(execution)).calls
+        assert call.executor == "server" and call.state is CallState.COMMITTED
+
+
+def test_a_final_call_id_replaces_the_provisional_one_for_any_item() -> None:
+    fn = {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "f", "arguments": "{}"}
+    result = run(sse(CREATED, added(0, fn), done(0, {**fn, "call_id": "call_b"}), COMPLETED))
+    assert [c.call_id for c in result.calls] == ["call_b"] and result.quirks["call_id_replaced"] == 1
+    redacted = redact_capture(sse(CREATED, added(0, fn), done(0, {**fn, "call_id": "call_b"}), COMPLETED))
+    assert run(redacted).calls[0].call_id == "call_b"
+
+
+@pytest.mark.parametrize("kind", sorted(CLIENT_ITEMS))
+def test_client_item_never_finalized_fails_though_the_response_completed(kind: str) -> None:
+    """The action of ``output_item.added`` is a placeholder (``"commands": []``): without an
+    ``output_item.done`` (or the item in ``response.completed``) nothing final was sent."""
+    item = CLIENT_ITEMS[kind][0]
+    result = run(sse(CREATED, added(0, item), COMPLETED))
+    (call,) = result.calls
+    assert result.end == "complete" and call.state is CallState.FAILED
+    assert (call.reason or "").startswith(f"stream_truncated: {kind} never finalized")
+    assert [r.tool_call_id for r in result.results] == [item["call_id"]]
+    final = run(sse(CREATED, added(0, item), {**COMPLETED, "response": {**COMPLETED["response"], "output": [{**item, "status": "completed"}]}}))
+    assert final.calls[0].state is CallState.COMMITTED
+
+
+def test_client_item_only_in_response_completed_is_a_final_call() -> None:
+    item = {**CLIENT_ITEMS["apply_patch_call"][0], "status": "completed"}
+    result = run(sse(CREATED, {**COMPLETED, "response": {**COMPLETED["response"], "output": [item]}}))
+    (call,) = result.calls
+    assert call.state is CallState.COMMITTED and call.arguments == PATCH_OPERATION
+    assert result.quirks == {"item_only_in_response_completed": 1}

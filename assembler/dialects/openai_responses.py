@@ -34,8 +34,10 @@ quirk ``done_arguments_differ``), so the final text is what the latch checks and
 A later finalized text that differs from the first is quirk ``final_arguments_differ`` (the
 first stays); a delta after the final text is ignored (quirk ``delta_after_done``); an empty
 final text is no text. The action or operation of a ``local_shell_call``, ``shell_call``,
-``apply_patch_call`` or ``computer_call`` arrives whole with ``output_item.added`` and is
-final at ``output_item.done``; a shell call's command deltas only route to their item. A
+``apply_patch_call``, ``computer_call`` or ``tool_search_call`` is a placeholder in
+``output_item.added`` and final only in ``output_item.done`` (or ``response.completed``): an
+item never finalized fails ``stream_truncated`` at the end; a shell call's command deltas
+only route to their item. A
 tool item found only in ``response.completed`` is a call (quirk
 ``item_only_in_response_completed``): it owes its result like any other.
 
@@ -67,6 +69,7 @@ from ..model import (
     CallIdentity,
     CallKey,
     CallStart,
+    CallTruncated,
     Op,
     Quirk,
     StreamEnd,
@@ -247,19 +250,23 @@ class OpenAIResponsesAdapter:
                 if item_obj.get("id") is None and items.identity(item_obj)[0] is None:
                     continue  # nothing names it: it cannot be told from the items streamed
                 ops.append(Quirk("item_only_in_response_completed"))
-                self._start(item_obj, index if index not in self._at_index else max(self._at_index) + 1, ops, event)
-                continue  # its text came whole with its start
+                item = self._start(item_obj, index if index not in self._at_index else max(self._at_index) + 1, ops, event)
+                value = items.argument_value(item_obj)
+                item.final = _digest(value if isinstance(value, str) else jsontext.dumps(value))  # final, whole with its start
+                continue
             self._identify(item, item_obj, ops)
             ops.extend(self._settle(item, items.argument_value(item_obj), event))
         return ops
 
     def _finish(self, op: Op) -> list[Op]:
         ops: list[Op] = []
-        if isinstance(op, StreamEnd):  # close custom-tool wrappers whose item.done never came
+        if isinstance(op, StreamEnd):
             for item in self._items.values():
-                if item.wrap_open:
+                if item.wrap_open:  # close custom-tool wrappers whose item.done never came
                     item.wrap_open = False
                     ops.append(ArgsFragment(item.key, _WRAP_CLOSE))
+                elif item.final is None and not KINDS[item.kind].streams:  # an action never final: the added one is a placeholder
+                    ops.append(CallTruncated(item.key, f"{item.kind} never finalized: no output_item.done gave its {KINDS[item.kind].field}"))
         self._ended = True
         ops.append(op)
         return ops
@@ -294,15 +301,17 @@ class OpenAIResponsesAdapter:
         return item
 
     def _identify(self, item: _Item, item_obj: dict[str, Any], ops: list[Op]) -> None:
-        """Set the call id and name a later event gives, where the call has none yet."""
+        """Set the call id and name a finalized item gives, where the call has none yet; a
+        call id unlike the provisional one replaces it (the final item is authoritative)."""
         call_id, name = items.identity(item_obj)
-        new_id = call_id if call_id and not item.call_id else None
-        new_name = name if name and name != item.name else None  # a different one fails the call
+        new_id = call_id if call_id and call_id != item.call_id else None
+        new_name = name if name and name != item.name else None  # a different one: the assembler's name_conflict
         if new_id or new_name:
-            item.call_id, item.name = item.call_id or new_id, item.name or new_name
+            final = bool(new_id and item.call_id)
+            item.call_id, item.name = new_id or item.call_id, item.name or new_name
             if new_id:
                 self._by_call_id.setdefault(new_id, item.key)
-            ops.append(CallIdentity(item.key, new_id, new_name))
+            ops.append(CallIdentity(item.key, new_id, new_name, final=final))
 
     def _known(self, item_obj: dict[str, Any]) -> _Item | None:
         """The streamed item ``item_obj`` (a whole item) is, by its item id, else its call id."""

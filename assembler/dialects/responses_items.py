@@ -12,12 +12,17 @@ xAI "Tools → Advanced usage" (mixing server-side and client-side tools).
 | ``shell_call`` | client (a hosted container: server) | ``call_id`` | ``shell`` | ``action`` as JSON |
 | ``apply_patch_call`` | client | ``call_id`` | ``apply_patch`` | ``operation`` as JSON |
 | ``computer_call`` | client | ``call_id`` | ``computer`` | ``action`` as JSON (``{"actions": [...]}`` for a batch) |
+| ``tool_search_call`` | client if ``execution: client``, else server | ``call_id`` (else item ``id``) | ``tool_search`` | ``arguments`` as JSON |
 | ``mcp_call`` | server | item ``id`` | ``name`` | ``arguments`` |
 
 Every client item owes exactly one result; the items a provider runs itself
 (``web_search_call``, ``file_search_call``, ``code_interpreter_call``, ``image_generation_call``
 ... and ``mcp_call``) owe nothing. Only ``mcp_call`` of those carries argument text, so it is
 shown (``executor: server``); the others carry none and are not calls here.
+
+**A tool search the client runs.** A ``tool_search_call`` is searched by the provider
+unless its ``execution`` is ``client`` (a tool ``{"type": "tool_search", "execution":
+"client"}``); then the client runs it and owes its ``tool_search_output``.
 
 **A shell call run by the provider.** A ``shell_call`` whose ``environment`` is a
 ``container_reference`` runs in an OpenAI-hosted container, which also writes its output:
@@ -63,6 +68,7 @@ KINDS: dict[str, ItemKind] = {
     "shell_call": ItemKind("client", "action", "shell", False),
     "apply_patch_call": ItemKind("client", "operation", "apply_patch", False),
     "computer_call": ItemKind("client", "action", "computer", False),
+    "tool_search_call": ItemKind("server", "arguments", "tool_search", False),
 }
 
 #: Output item types that are tool calls, and who runs them unless the item says otherwise.
@@ -102,6 +108,8 @@ def executor(item: dict[str, Any], response_id: str | None) -> Executor:
     kind = item["type"]
     if kind == "custom_tool_call" and _xai_server_item(item, response_id):
         return "server"
+    if kind == "tool_search_call":  # a hosted tool search, unless the request asked the client to run it
+        return "client" if item.get("execution") == "client" else "server"
     if kind == "shell_call":
         env = item.get("environment")
         if isinstance(env, dict) and env.get("type") == "container_reference":
@@ -120,6 +128,8 @@ def identity(item: dict[str, Any]) -> tuple[str | None, str | None]:
     """``(call id, name)`` of a tool item; None for what it lacks."""
     kind = KINDS[item["type"]]
     ref = item.get("id") if item["type"] == "mcp_call" else item.get("call_id")
+    if item["type"] == "tool_search_call" and not ref:  # a hosted search has no call_id: its item id names it
+        ref = item.get("id")
     name = kind.name or item.get("name")
     return (ref if isinstance(ref, str) and ref else None, name if isinstance(name, str) and name else None)
 
