@@ -100,7 +100,8 @@ def cohere(reason: str) -> list[Any]:
 
 #: dialect -> (stream builder, normal reasons, cut-for-length reasons, provider-stop reasons)
 DIALECTS: dict[str, tuple[Callable[[str], list[Any]], list[str], list[str], list[str]]] = {
-    "openai-chat": (chat, ["tool_calls", "stop"], ["length"], ["content_filter"]),
+    "openai-chat": (chat, ["tool_calls", "stop", "STOP"], ["length", "MAX_TOKENS", "model_length"],
+                    ["content_filter", "error", "abort", "insufficient_system_resource"]),
     "openai-responses": (responses, ["completed"], ["max_output_tokens"], ["content_filter"]),
     "anthropic": (anthropic, ["tool_use", "end_turn"], ["max_tokens", "model_context_window_exceeded"], ["refusal"]),
     "bedrock-invoke": (bedrock_invoke, ["tool_use"], ["max_tokens"], ["refusal"]),
