@@ -104,7 +104,7 @@ DIALECTS: dict[str, tuple[Callable[[str], list[Any]], list[str], list[str], list
                     ["content_filter", "error", "abort", "insufficient_system_resource"]),
     "openai-responses": (responses, ["completed"], ["max_output_tokens"], ["content_filter"]),
     "anthropic": (anthropic, ["tool_use", "end_turn"], ["max_tokens", "model_context_window_exceeded"], ["refusal"]),
-    "bedrock-invoke": (bedrock_invoke, ["tool_use"], ["max_tokens"], ["refusal"]),
+    "bedrock-invoke": (bedrock_invoke, ["tool_use"], ["max_tokens"], ["refusal", "guardrail_intervened"]),
     "bedrock-converse": (bedrock_converse, ["tool_use", "end_turn"], ["max_tokens"], ["guardrail_intervened", "content_filtered"]),
     "gemini": (gemini, ["STOP"], ["MAX_TOKENS"], [
         "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "OTHER"]),
