@@ -24,8 +24,16 @@ from .capture import DONE, ProviderEvent, _parse_payload
 
 #: Largest array element read (one provider event); a larger one is an error event.
 MAX_ELEMENT_BYTES = 64 * 1024 * 1024
-_STRUCTURE = re.compile(rb'[\[\]{}",]')
-_IN_STRING = re.compile(rb'["\\]')
+#: From where scanning stands: skip every byte that is not a bracket and every whole string
+#: in one match; group 1 is then the bracket (at the array's own level, depth 1, a comma
+#: too), or ``"`` where a string starts that this chunk does not finish, or empty at the
+#: chunk's end. The Python loop turns once per bracket, not once per byte or string.
+_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
+_AT_TOP = re.compile(rb'(?:[^"\[\]{},]+|' + _STRING + rb')*([\[\]{},]|"?)', re.DOTALL)
+_INSIDE = re.compile(rb'(?:[^"\[\]{}]+|' + _STRING + rb')*([\[\]{}]|"?)', re.DOTALL)
+#: The rest of a string a previous chunk (or scan) began; group 1 holds its closing quote,
+#: empty when the chunk ends inside it.
+_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*("?)', re.DOTALL)
 _WHITESPACE = b"\xef\xbb\xbf \t\r\n"
 
 
@@ -68,22 +76,24 @@ class ArrayReader:
                 if self._escaped:
                     self._escaped, i = False, i + 1
                     continue
-                m = _IN_STRING.search(chunk, i)
-                if m is None:
-                    break
+                m = _STRING_REST.match(chunk, i)
+                assert m is not None  # the pattern matches the empty string
                 i = m.end()
-                if m.group() == b"\\":
-                    self._escaped = True
-                else:
-                    self._in_string = False
+                if not m.group(1):  # the chunk ends inside the string
+                    if i < n:  # ... right after a backslash
+                        self._escaped, i = True, n
+                    break
+                self._in_string = False
                 continue
-            m = _STRUCTURE.search(chunk, i)
-            if m is None:
-                break
-            j, token = m.start(), m.group()
-            i = j + 1
-            if token == b'"':
+            m = (_AT_TOP if self._depth <= 1 else _INSIDE).match(chunk, i)
+            assert m is not None  # the pattern matches the empty string
+            token = m.group(1)
+            j, i = m.start(1), m.end()
+            if not token:
+                break  # the chunk's end
+            if token == b'"':  # a string this chunk does not finish
                 self._in_string = True
+                continue
             elif token in b"[{":
                 self._depth += 1
                 if self._depth == 1:  # the top-level '[': elements start after it
