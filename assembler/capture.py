@@ -1,12 +1,14 @@
 """Recorded captures → provider events.
 
-Three framings are read, detected from the first bytes:
+Four framings are read, detected from the first bytes:
 
 * raw SSE as ``curl -N`` prints it (``event:``/``data:`` lines, blank-line separated);
 * JSON Lines: one provider event (a JSON object) per line, as SDK fixtures store them;
 * the AWS binary event stream (``application/vnd.amazon.eventstream``), as Bedrock
   ``ConverseStream`` and ``InvokeModelWithResponseStream`` send it: see
-  :class:`_EventStreamReader` below.
+  :class:`_EventStreamReader` below;
+* a JSON array of provider events (Gemini's default ``streamGenerateContent`` body), read
+  an element at a time by :class:`assembler.jsonarray.ArrayReader`.
 
 Each provider event keeps where it came from (line number and byte offset), so a fault
 can be reported as ``file:line (byte N)``. A line that cannot be read becomes a
