@@ -124,6 +124,8 @@ def _parse_payload(
         if isinstance(exc, json.JSONDecodeError):
             msg = f"{msg} at character {exc.pos} of the event data"
         where = _where(name, line, offset)
+        if text[:1] == ":":  # a gateway's keep-alive comment wrapped as data (``data: : PROCESSING``)
+            msg += "; it begins with ':', an SSE comment sent as data"
         return ProviderEvent(event, None, line, offset, f"{where}: event data is not JSON ({msg})", framing)
 
 
