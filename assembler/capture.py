@@ -1,12 +1,14 @@
 """Recorded captures → provider events.
 
-Three framings are read, detected from the first bytes:
+Four framings are read, detected from the first bytes:
 
 * raw SSE as ``curl -N`` prints it (``event:``/``data:`` lines, blank-line separated);
 * JSON Lines: one provider event (a JSON object) per line, as SDK fixtures store them;
 * the AWS binary event stream (``application/vnd.amazon.eventstream``), as Bedrock
   ``ConverseStream`` and ``InvokeModelWithResponseStream`` send it: see
-  :class:`_EventStreamReader` below.
+  :class:`_EventStreamReader` below;
+* a JSON array of provider events (Gemini's default ``streamGenerateContent`` body), read
+  an element at a time by :class:`assembler.jsonarray.ArrayReader`.
 
 Each provider event keeps where it came from (line number and byte offset), so a fault
 can be reported as ``file:line (byte N)``. A line that cannot be read becomes a
@@ -122,6 +124,8 @@ def _parse_payload(
         if isinstance(exc, json.JSONDecodeError):
             msg = f"{msg} at character {exc.pos} of the event data"
         where = _where(name, line, offset)
+        if text[:1] == ":":  # a gateway's keep-alive comment wrapped as data (``data: : PROCESSING``)
+            msg += "; it begins with ':', an SSE comment sent as data"
         return ProviderEvent(event, None, line, offset, f"{where}: event data is not JSON ({msg})", framing)
 
 

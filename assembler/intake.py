@@ -10,8 +10,9 @@ with the very rules and payload parsing :mod:`assembler.capture` documents:
 * one or more HTTP response heads in front (``curl -i``) are skipped, positions staying
   those of the input;
 * an AWS event-stream prelude means the binary event stream (Bedrock);
-* a first non-blank byte ``[`` means a JSON array of provider events (read whole at the
-  end, up to :data:`MAX_ARRAY_BYTES`), ``{`` JSON Lines, anything else raw SSE.
+* a first non-blank byte ``[`` means a JSON array of provider events (Gemini's default
+  streaming body; read one element at a time by :class:`~assembler.jsonarray.ArrayReader`),
+  ``{`` JSON Lines, anything else raw SSE.
 
 Memory stays bounded by one event (one frame, one line) plus the detection window.
 """
@@ -35,12 +36,11 @@ from .capture import (
     is_eventstream,
     sse_framing,
 )
+from .jsonarray import ArrayReader
 from .sse import SSEDecoder
 from .untrusted import json_problem
 
 _GZIP = b"\x1f\x8b"
-#: Largest JSON array capture read (it is parsed whole, at the end of input).
-MAX_ARRAY_BYTES = 64 * 1024 * 1024
 #: Largest piece of inflated output produced per step (keeps each step's memory small).
 _INFLATE_STEP = 256 * 1024
 
@@ -68,6 +68,7 @@ class PushDecoder:
         self._jsonl_line = 0
         self._jsonl_offset = 0
         self._frames: _EventStreamReader | None = None
+        self._array: ArrayReader | None = None
         self._inflate: zlib._Decompress | None = None
         self._inner: PushDecoder | None = None
         self._read = 0  # compressed bytes read (gzip), for error positions
@@ -107,8 +108,8 @@ class PushDecoder:
             self._sse.flush()  # the spec dispatches nothing at end of input
         elif mode == "jsonl":
             out += self._jsonl_close()
-        elif mode == "array":
-            out += self._array_events()
+        elif mode == "array" and self._array is not None:
+            out += self._array.close()
         elif mode == "eventstream" and self._frames is not None:
             out += list(self._frames.close())
         elif mode == "gzip" and self._inner is not None:
@@ -143,8 +144,7 @@ class PushDecoder:
             self._frames = _EventStreamReader(self.name, self.scrub)
         elif head.lstrip(_BLANK).startswith(b"["):
             self._mode = "array"
-            self._array: list[bytes] = []
-            self._array_size = 0
+            self._array = ArrayReader(self.name, self._skipped, self.scrub)
         elif head.lstrip(_BLANK).startswith(b"{"):
             self._mode = "jsonl"
             self._jsonl_line, self._jsonl_offset = self._lines, self._skipped
@@ -163,10 +163,8 @@ class PushDecoder:
             assert self._frames is not None
             return [] if self._frames.failed else list(self._frames.feed(chunk))
         if mode == "array":
-            self._array_size += len(chunk)
-            if self._array_size <= MAX_ARRAY_BYTES:
-                self._array.append(chunk)
-            return []
+            assert self._array is not None
+            return self._array.feed(chunk)
         return self._gunzip(chunk)
 
     # ------------------------------------------------------------------ framings
@@ -210,34 +208,6 @@ class PushDecoder:
         if last.error is not None:  # no line end and no whole value: the input was cut mid-line
             last = ProviderEvent(None, None, line, self._jsonl_offset, framing=("truncated_frame",))
         return [last]
-
-    def _array_events(self) -> list[ProviderEvent]:
-        """A JSON array of provider events (as some SDK fixtures and HAR viewers save them):
-        read whole at the end, each element an event (``line``: its 1-based position)."""
-        where = f"{self.name}:1 (byte {self._skipped})"
-        if self._array_size > MAX_ARRAY_BYTES:
-            return [ProviderEvent(None, None, 1, self._skipped, f"{where}: a JSON array capture over {MAX_ARRAY_BYTES} bytes")]
-        raw = b"".join(self._array)
-        self._array = []
-        try:
-            text = raw.decode("utf-8").removeprefix("\ufeff")
-            text = self.scrub(text) if self.scrub is not None else text
-            items = json.loads(text)
-            if not isinstance(items, list):
-                raise ValueError("not an array")
-        except (ValueError, RecursionError) as exc:
-            detail = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else json_problem(exc)
-            return [ProviderEvent(None, None, 1, self._skipped, f"{where}: the JSON array cannot be read ({detail})")]
-        out = []
-        for i, item in enumerate(items, 1):
-            if isinstance(item, dict) and isinstance(item.get("data"), (dict, str)) and set(item) <= {"event", "data"}:
-                kind = item.get("event")  # {"event", "data"} pairs, as SSE viewers export them
-                data = DONE if item["data"] == DONE else item["data"]
-                out.append(ProviderEvent(kind if isinstance(kind, str) else None, data, i, self._skipped))
-            else:
-                kind = item.get("type") if isinstance(item, dict) else None
-                out.append(ProviderEvent(kind if isinstance(kind, str) else None, item, i, self._skipped))
-        return out
 
     def _gunzip(self, chunk: bytes) -> list[ProviderEvent]:
         assert self._inner is not None

@@ -129,10 +129,18 @@ class Pipeline:
                 return []
             self._use(found)
             pending, self._pending = self._pending, []
-            out: list[AssemblyEvent] = []
+            ops: list[Op] = []
+            unreadable: int | None = None  # where the first unreadable event's ops begin
             for ev in pending:
-                out.extend(self._feed_known(ev))
-            return out
+                if ev.error is not None and unreadable is None:
+                    unreadable = len(ops)
+                ops += self._ops(ev)
+            start = next((i for i, op in enumerate(ops) if type(op) is StreamStart), None)
+            if unreadable is not None and start is not None and start > unreadable:
+                # An unreadable event before the stream's start event (``message_start``...)
+                # fails that stream, in every dialect, not an empty one before it.
+                ops.insert(unreadable, ops.pop(start))
+            return self._apply_all(ops)
         return self._feed_known(event)
 
     def close(self) -> list[AssemblyEvent]:
@@ -188,17 +196,22 @@ class Pipeline:
             self._new_stream()  # so that the next event takes the hot path
 
     def _feed_known(self, event: ProviderEvent) -> list[AssemblyEvent]:
+        return self._apply_all(self._ops(event))
+
+    def _ops(self, event: ProviderEvent) -> list[Op]:
+        """The ops ``event`` means: its framing quirks, then the adapter's ops (or the
+        stream error of an unreadable or uninterpretable event)."""
         assert self._adapter is not None
         framing: list[Op] = [Quirk(name) for name in event.framing] if event.framing else []
         if event.error is not None:
-            return self._apply_all([*framing, StreamError(event.error)])
+            return [*framing, StreamError(event.error)]
         if event.data is None:  # a framing note only (truncated_frame): nothing for the adapter
-            return self._apply_all(framing)
+            return framing
         try:
             ops = self._adapter.feed(event)
         except ADAPTER_FAULTS as exc:
             ops = [self._uninterpretable(event, exc)]
-        return self._apply_all(framing + ops if framing else ops)
+        return framing + ops if framing else ops
 
     def _uninterpretable(self, event: ProviderEvent, exc: Exception) -> StreamError:
         # A provider event of a shape the adapter does not expect (or a value nested too

@@ -100,10 +100,11 @@ def cohere(reason: str) -> list[Any]:
 
 #: dialect -> (stream builder, normal reasons, cut-for-length reasons, provider-stop reasons)
 DIALECTS: dict[str, tuple[Callable[[str], list[Any]], list[str], list[str], list[str]]] = {
-    "openai-chat": (chat, ["tool_calls", "stop"], ["length"], ["content_filter"]),
+    "openai-chat": (chat, ["tool_calls", "stop", "STOP"], ["length", "MAX_TOKENS", "model_length"],
+                    ["content_filter", "error", "abort", "insufficient_system_resource"]),
     "openai-responses": (responses, ["completed"], ["max_output_tokens"], ["content_filter"]),
     "anthropic": (anthropic, ["tool_use", "end_turn"], ["max_tokens", "model_context_window_exceeded"], ["refusal"]),
-    "bedrock-invoke": (bedrock_invoke, ["tool_use"], ["max_tokens"], ["refusal"]),
+    "bedrock-invoke": (bedrock_invoke, ["tool_use"], ["max_tokens"], ["refusal", "guardrail_intervened"]),
     "bedrock-converse": (bedrock_converse, ["tool_use", "end_turn"], ["max_tokens"], ["guardrail_intervened", "content_filtered"]),
     "gemini": (gemini, ["STOP"], ["MAX_TOKENS"], [
         "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "OTHER"]),
@@ -215,3 +216,23 @@ def test_end_ops_table() -> None:
     assert end_ops("response.incomplete:", [], None, floor="truncated") == [StreamTruncated("response.incomplete: no reason given")]
     assert end_ops("response.incomplete:", ["x" * 100], None, floor="truncated") == [
         StreamTruncated("response.incomplete: (unrecognised reason)")]
+
+
+def sse_of(events: list[Any]) -> bytes:
+    return b"".join(b"data: " + (e if isinstance(e, str) else json.dumps(e)).encode() + b"\n\n" for e in events)
+
+
+@pytest.mark.parametrize("dialect", ["openai-chat", "openai-responses", "anthropic", "gemini", "cohere", "bedrock-converse"])
+def test_an_unreadable_first_data_line_ends_the_one_stream_in_error(dialect: str) -> None:
+    # a gateway's keep-alive comment wrapped as data, before the stream's own start event
+    from assembler import read_capture
+
+    build = DIALECTS[dialect][0]
+    pipeline = Pipeline(name="k.sse")
+    for event in read_capture(b"data: : OPENROUTER PROCESSING\n\n" + sse_of(build(DIALECTS[dialect][1][0])), "k.sse"):
+        pipeline.feed(event)
+    pipeline.close()
+    (result,) = pipeline.results()
+    assert result.dialect == dialect and result.end == "error"
+    assert (result.end_detail or "").startswith("k.sse:1 (byte 0): event data is not JSON")
+    assert not any(c.state is CallState.COMMITTED for c in result.calls)

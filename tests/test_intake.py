@@ -18,7 +18,7 @@ from assembler.intake import PushDecoder
 from web.live import LiveSession, LiveSource
 from web.session import Status
 
-from .conftest import CAPTURES, require_shared
+from .conftest import CAPTURES, CASES, require_shared
 from .test_eventstream import encode_events
 
 BEDROCK = sorted((CAPTURES / "bedrock").glob("*.jsonl")) if (CAPTURES / "bedrock").is_dir() else []
@@ -124,10 +124,61 @@ def test_a_json_array_of_events_assembles_as_the_stream(dialect: str, pairs: boo
     assert _calls(list(s.turn.streams)) == want and s.turn.end == "complete"
 
 
-def test_an_unreadable_json_array_is_named() -> None:
+def test_an_unreadable_json_array_element_is_named() -> None:
     decoder = PushDecoder("cap.json")
-    (event,) = decoder.feed(b'[{"a": 1},') + decoder.close()
-    assert event.error is not None and event.error.startswith("cap.json:1 (byte 0): the JSON array cannot be read")
+    good, bad = decoder.feed(b'[{"a": 1},\n{"a": } ]') + decoder.close()
+    assert good.data == {"a": 1} and bad.error is not None
+    assert bad.error.startswith("cap.json:2 (byte 11): event data is not JSON")
+
+
+def _through_the_proxy(path: str, body: bytes, media_type: str, request: dict[str, object], tmp_path: Path) -> dict[str, object]:
+    import httpx
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    from web import Settings, create_app
+
+    from .test_live_server import finished, newest_live, serve
+
+    async def answer(request: Request) -> StreamingResponse:
+        async def pieces():  # type: ignore[no-untyped-def]
+            for piece in _splits(body, 5):
+                yield piece
+
+        return StreamingResponse(pieces(), media_type=media_type)
+
+    upstream = Starlette(routes=[Route(path, answer, methods=["POST"])])
+    with serve(upstream) as remote, serve(create_app(Settings(upstreams={"up": remote}, data_dir=tmp_path / "data"))) as base:
+        got = httpx.post(f"{base}/proxy/up{path}", json=request, timeout=10)
+        assert got.content == body  # forwarded byte for byte
+        return finished(base, newest_live(base))
+
+
+def test_geminis_default_json_array_body_through_the_proxy_assembles_as_from_a_file(tmp_path: Path) -> None:
+    from .test_jsonarray import gemini_body
+
+    body = gemini_body()
+    saved = tmp_path / "gemini.json"
+    saved.write_bytes(body)
+    want = [r for _, r in assemble_path(saved)]
+    assert [(r.end, [(c.name, c.state.value) for c in r.calls]) for r in want] == [("complete", [("get_time", "committed")])]
+    path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+    doc = _through_the_proxy(path, body, "application/json; charset=UTF-8", {"contents": []}, tmp_path)
+    assert doc["status"] == "finished" and doc["error"] is None and doc["dialect"] == "gemini"
+    got = [(c["name"], c["state"], c["arguments"]) for r in doc["streams"] for c in r["calls"]]  # type: ignore[union-attr]
+    assert got == [(c.name, c.state.value, c.arguments) for r in want for c in r.calls]
+
+
+def test_a_keepalive_comment_wrapped_as_data_first_through_the_proxy_gets_its_verdict(tmp_path: Path) -> None:
+    require_shared(CASES)
+    body = (CASES / "n06-keepalive-comment-rewrapped-as-data.sse").read_bytes()
+    assert body.startswith(b"data: : OPENROUTER PROCESSING\n\n")
+    doc = _through_the_proxy("/v1/chat/completions", body, "text/event-stream", {"stream": True, "messages": []}, tmp_path)
+    assert doc["dialect"] == "openai-chat" and doc["error"] is None
+    (stream,) = doc["streams"]  # type: ignore[misc]
+    assert stream["end"] == "error" and stream["calls"] == [] and ":1 (byte 0): event data is not JSON" in stream["end_detail"]
 
 
 @pytest.mark.parametrize("path", BEDROCK[:2], ids=lambda p: p.name)

@@ -127,6 +127,7 @@ def test_keepalive_comment_wrapped_as_data_before_detection_is_a_verdict_not_an_
     pipeline, (result,) = run(b"data: : OPENROUTER PROCESSING\n\n" + OPENAI, name="n.sse")
     assert (result.end, result.calls) == ("error", [])
     assert (result.end_detail or "").startswith("n.sse:1 (byte 0): event data is not JSON")
+    assert (result.end_detail or "").endswith("; it begins with ':', an SSE comment sent as data)")
 
 
 def test_only_unreadable_events_still_raise_naming_the_first() -> None:

@@ -276,6 +276,8 @@ STRAY: dict[str, bytes] = {
         added(arguments="{}"),
         ("response.completed", {"type": "response.completed", "response": {"output": [item(arguments='{"p": "' + SECRET + '"}')]}}),
     ),
+    # content after a finishReason is kept (the stream ends at the end of the body), not after an error
+    "gemini call after an error": sse(gemini_part({"name": "f", "args": {}}), {"error": {"code": 500}}, gemini_part({"name": "g", "args": {"p": SECRET}})),
     "an unreadable line": sse(chat({"tool_calls": [entry(0, "{}", "c1")]}, "tool_calls"), done=True) + b'data: {"p": "' + SECRET.encode() + b'"\n\n',
 }
 
@@ -375,3 +377,9 @@ def test_a_non_streaming_body_with_calls_its_stream_leaves_out_is_downloaded_red
         download = client.get(f"/sessions/{session.id}/recording")
     assert [c["state"] for s in doc["streams"] for c in s["calls"]] == ["committed"]
     assert doc["live"]["recording_download"] == "redacted" and SECRET not in download.text
+
+
+def test_a_gemini_call_after_an_early_finish_reason_is_a_call_not_stray_text() -> None:
+    data = sse(gemini_part({"name": "f", "args": {}}, "STOP"), gemini_part({"name": "g", "args": {"p": SECRET}}, "STOP"))
+    assert stray_argument_text(read_capture(data)) == []
+    assert SECRET not in redact_capture(data, "g.sse").decode()

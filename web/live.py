@@ -58,6 +58,13 @@ def endpoint_dialect(path: str) -> MockDialect | None:
     return next((d for suffix, d in ENDPOINT_DIALECTS if clean.endswith(suffix)), None)
 
 
+def streams_by_endpoint(path: str) -> bool:
+    """True for an endpoint that streams whatever the request body says: Gemini / Vertex AI
+    ``models/<model>:streamGenerateContent``, whose default body (without ``alt=sse``) is one
+    JSON array sent as ``application/json`` a chunk at a time, read as it arrives."""
+    return path.split("?", 1)[0].rstrip("/").endswith(":streamGenerateContent")
+
+
 def request_registry(tools: Any) -> tuple[ToolRegistry | None, str | None]:
     """``(registry, None)`` for a request's usable tools (any JSON shape); ``(None, why)`` when
     they cannot be a registry, ``why`` naming the tool, place and rule (:class:`RegistryError`,
@@ -109,7 +116,7 @@ class LiveSource:
         self.tools: list[dict[str, Any]] | None = escaped_strings(tools) if isinstance(tools, list) and tools else None
         model = request.get("model") if isinstance(request, dict) else None
         self.model = escape_surrogates(str(model)) if model is not None else None
-        self.streaming = bool(isinstance(request, dict) and request.get("stream") is True)
+        self.streaming = bool(isinstance(request, dict) and request.get("stream") is True) or streams_by_endpoint(endpoint)
         self.title = f"Live: {upstream} {endpoint}" + (f" · {self.model}" if self.model else "")
         self._registry, self.registry_error = request_registry(self.tools)
         if self.registry_error is not None:

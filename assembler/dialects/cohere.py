@@ -12,8 +12,9 @@ Calls are keyed by the event ``index`` (``(index,)``; see :mod:`.blocks` for an 
 started twice: a later call there gets its own key). ``tool-call-end`` is the block
 stop, ``message-end`` the normal end; ``finish_reason: ERROR`` (or a ``delta.error``) is
 a provider error. Any other ``finish_reason`` decides the end by the rule of :mod:`.ends`:
-``MAX_TOKENS`` is truncated, and then nothing commits. ``function.arguments`` given as a JSON value instead of a string is judged as
-that JSON text (quirk ``arguments_as_json_value``), after a strict re-check of its event
+``MAX_TOKENS`` is truncated, and then nothing commits. ``function.arguments`` given as a
+JSON value instead of a string is judged as that JSON text (quirk
+``arguments_as_json_value``), after a strict re-check of its event
 (:func:`.base.check_strict`), never dropped.
 """
 

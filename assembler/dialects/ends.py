@@ -33,7 +33,9 @@ Gemini API ``Candidate.FinishReason`` (``STOP``, ``MAX_TOKENS``, ``SAFETY``, ``R
 ``LANGUAGE``, ``OTHER``, ``BLOCKLIST``, ``PROHIBITED_CONTENT``, ``SPII``,
 ``MALFORMED_FUNCTION_CALL``, ``IMAGE_*``, ``UNEXPECTED_TOOL_CALL``, ``TOO_MANY_TOOL_CALLS``,
 …); Cohere Chat v2 ``finish_reason`` (``COMPLETE``, ``STOP_SEQUENCE``, ``MAX_TOKENS``,
-``TOOL_CALL``, ``ERROR``, ``TIMEOUT``).
+``TOOL_CALL``, ``ERROR``, ``TIMEOUT``; v1 also ``ERROR_TOXIC``, ``ERROR_LIMIT``,
+``USER_CANCEL``); OpenAI-compatible servers' own values: Mistral ``model_length``, vLLM
+``abort``, DeepSeek ``insufficient_system_resource``, OpenRouter ``error``.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ TRUNCATED = frozenset(
         "max_output_tokens",  # OpenAI Responses incomplete_details.reason
         "max_tokens",  # Anthropic, Bedrock, Gemini MAX_TOKENS, Cohere MAX_TOKENS
         "model_context_window_exceeded",  # Anthropic, Bedrock
+        "model_length",  # Mistral (the context length was reached)
     }
 )
 #: The provider stopped the output itself (policy, refusal, malformed call, guardrail,
@@ -77,7 +80,9 @@ ERROR = frozenset(
         "malformed_response", "missing_thought_signature", "finish_reason_unspecified",
         "image_safety", "image_prohibited_content", "image_recitation", "image_other",
         "no_image",  # Gemini
-        "error_toxic", "error_limit", "timeout",  # Cohere
+        "error_toxic", "error_limit", "timeout", "user_cancel",  # Cohere
+        "abort",  # vLLM (the request was aborted)
+        "insufficient_system_resource",  # DeepSeek (the generation was interrupted)
     }
 )
 
