@@ -258,3 +258,19 @@ def test_a_session_whose_upstream_cannot_be_reached_says_so_and_offers_no_export
         panel = httpx.get(f"{base}/sessions/{sid}/triage").text
     assert "cannot reach upstream 'gone'" in triage["failure"] and triage["exports"] is None
     assert "cannot reach upstream" in panel and "Shown when the replay is over." not in panel and "export.sse" not in panel
+
+
+@pytest.mark.parametrize(("finish", "end"), [("content_filter", "error"), ("length", "truncated")])
+def test_a_provider_stop_ends_the_live_session_as_its_stream_ends(tmp_path: Path, finish: str, end: str) -> None:
+    """The live session's ``end`` follows the stream's end rule: a provider stop is ``error``,
+    a cut for length ``truncated``; neither commits."""
+
+    def body(key: str) -> list[bytes]:
+        return [*tool_stream(json.dumps({"q": "weather"}))[:-2], chunk({}, finish), b"data: [DONE]\n\n"]
+
+    with serve(upstream_app(body)) as url, serve(create_app(Settings(data_dir=tmp_path, mock_delay=0.0, upstreams={"stop": url}))) as base:
+        with openai.OpenAI(base_url=f"{base}/proxy/stop/v1", api_key="sk-x", max_retries=0) as client:
+            list(client.chat.completions.create(model="m", messages=[{"role": "user", "content": "go"}], tools=TOOLS, stream=True))  # type: ignore[arg-type, list-item]
+        doc = finished(base, newest_live(base))
+    assert doc["streams"][0]["end"] == end and doc["live"]["end"] == end, doc["live"]
+    assert [c["state"] for c in doc["calls"]] == ["failed"]

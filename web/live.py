@@ -324,7 +324,8 @@ class LiveSession(Session):
                 self._event(event)
         if not self.status.done:
             self._guard(self.pipeline.close)
-        self._end("complete" if self._stream_end() == "complete" else "truncated")
+        end = self._stream_end()
+        self._end(end if end in ("complete", "error") else "truncated")  # a provider stop is an error
 
     def _assemble_json(self) -> bool:
         """A non-streaming body, re-told as the stream that would have carried it; False
@@ -341,11 +342,11 @@ class LiveSession(Session):
         return True
 
     def dropped(self, detail: str) -> None:
-        """The upstream connection broke mid-body: the stream is truncated, unless it had
-        already reached its normal end (then the session finishes complete)."""
+        """The upstream connection broke mid-body: the stream is truncated, unless the
+        provider had already ended it (then the session finishes as that stream ended)."""
         if self.status.done:
             return
-        if self.ended_normally:
+        if self.provider_ended:
             self.finish()
             return
         for event in self._capture.close():
@@ -364,12 +365,12 @@ class LiveSession(Session):
         self.set_status(Status.ERROR)
 
     def cancel(self, detail: str = "user stop") -> None:
-        """A client disconnect or user stop. When the stream had already reached its normal
-        end (an SDK closes the response at ``[DONE]`` without reading the body's end), every
-        call has its verdict: the session finishes complete instead."""
+        """A client disconnect or user stop. When the provider had already ended the stream
+        (an SDK closes the response at ``[DONE]`` without reading the body's end), every call
+        has its verdict: the session finishes as that stream ended instead."""
         if self.status.done:
             return
-        if self.ended_normally:
+        if self.provider_ended:
             self.finish()
             return
         super().cancel(detail)
@@ -386,10 +387,11 @@ class LiveSession(Session):
             self.set_status(Status.FINISHED)
 
     @property
-    def ended_normally(self) -> bool:
-        """The assembler saw the provider's normal end of the last stream, and no stream is open."""
+    def provider_ended(self) -> bool:
+        """The provider ended the last stream itself (a normal end, a cut for length or a stop
+        of its own: every call has its verdict), and no stream is open."""
         streams = self.pipeline.streams
-        return bool(streams) and streams[-1].ended and self._stream_end() == "complete"
+        return bool(streams) and streams[-1].ended and self._stream_end() in ("complete", "truncated", "error")
 
     def _stream_end(self) -> str | None:
         return str(list(self.ends.values())[-1].kind) if self.ends else None
