@@ -3,9 +3,13 @@
 :func:`redact_capture` rewrites a capture event by event. The event structure, the event
 types, the order, ids and tool names stay; so do the *argument fragments' boundaries and
 UTF-8 byte lengths*: inside argument text every string value is replaced by ``x``
-characters of the same byte length (object keys, numbers and literals are kept, so the
-text stays exactly as valid or invalid as it was), whether the text arrives as a string or
-as a JSON value (:mod:`.masker` lists every place). Text deltas (assistant text,
+characters of the same byte length, whether the text arrives as a string or as a JSON
+value (:mod:`.masker` lists every place). A committed call keeps its object keys, numbers
+and literals (the text stays exactly as valid as it was); a call that did not commit keeps
+none of them: every scalar of its text is masked, keeping token classes and where it
+breaks (:mod:`.scalarmask`). Which calls committed is found by assembling the capture first
+(with the caller's tools and settings) or given by the caller. A provider error's free
+text (its ``message``) is masked; its type and code stay. Text deltas (assistant text,
 reasoning, signatures) become ``x`` runs of the same byte length. A re-import therefore
 gives the same verdicts, ``bytes`` and ``fragments`` per call. HTTP heads (``curl -i``) and
 comment lines are dropped. SSE input is written back as SSE; JSON Lines and binary event
@@ -20,7 +24,8 @@ before its stream's end (a call after ``[DONE]``, a ``.done`` text that differs,
 adapter reads): such an input is never "argument text of committed calls only".
 
 Limits: a tool registry whose schema constrains string values (``enum``, ``pattern``) may
-judge the placeholders differently; such verdicts can differ after redaction. An event
+judge the placeholders differently, and a schema check of a failed call's masked keys
+differs; such verdicts can differ after redaction. An event
 whose text repeats an object key loses the repetition (events are written back from
 their parsed value).
 """
