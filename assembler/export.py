@@ -84,8 +84,8 @@ def _plan_of(
     config: AssembleConfig | None = None,
 ) -> MaskPlan:
     recorder = EventRedactor(dialect, keep=False, record=True)
-    judge = Pipeline(dialect, config=config, registry=registry, emit_events=False, progress_events=False)
-    pipeline = judge if committed is None else None
+    pipeline = Pipeline(dialect, config=config, registry=registry, emit_events=False, progress_events=False) if committed is None else None
+    some_failed = committed is not None  # given verdicts: a call without text may have failed
     for event in events:
         recorder.feed(event)
         if pipeline is not None:
@@ -97,10 +97,14 @@ def _plan_of(
     if pipeline is not None:
         try:
             pipeline.close()
-            committed = committed_calls(pipeline.results())
+            results = pipeline.results()
+            committed = committed_calls(results)
+            some_failed = any(c.state is not CallState.COMMITTED for r in results for c in r.calls)
         except CaptureError:
             committed = set()
-    return MaskPlan(recorder.texts, committed or set())
+    plan = MaskPlan(recorder.texts, committed or set())
+    plan.any_failed = plan.any_failed or some_failed
+    return plan
 
 
 def stray_argument_text(events: Iterable[ProviderEvent], dialect: str | None = None) -> list[str]:
