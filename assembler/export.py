@@ -83,28 +83,44 @@ def _plan_of(
     registry: ToolRegistry | None = None,
     config: AssembleConfig | None = None,
 ) -> MaskPlan:
-    recorder = EventRedactor(dialect, keep=False, record=True)
-    pipeline = Pipeline(dialect, config=config, registry=registry, emit_events=False, progress_events=False) if committed is None else None
-    some_failed = committed is not None  # given verdicts: a call without text may have failed
+    planner = _Planner(dialect, committed, registry, config)
     for event in events:
-        recorder.feed(event)
-        if pipeline is not None:
+        planner.feed(event)
+    return planner.finish()
+
+
+class _Planner:
+    """:func:`mask_plan` one event at a time (a server reads a recording between other work)."""
+
+    def __init__(self, dialect: str | None, committed: Committed | None, registry: ToolRegistry | None, config: AssembleConfig | None) -> None:
+        self._recorder = EventRedactor(dialect, keep=False, record=True)
+        self._committed = committed
+        self._pipeline: Pipeline | None = None
+        if committed is None:
+            self._pipeline = Pipeline(dialect, config=config, registry=registry, emit_events=False, progress_events=False)
+
+    def feed(self, event: ProviderEvent) -> None:
+        self._recorder.feed(event)
+        if self._pipeline is not None:
             try:
-                pipeline.feed(event)
+                self._pipeline.feed(event)
+            except CaptureError:  # no dialect reads it: no call commits
+                self._pipeline, self._committed = None, set()
+
+    def finish(self) -> MaskPlan:
+        self._recorder.finish()
+        committed, some_failed = self._committed, self._committed is not None  # given verdicts: a call without text may have failed
+        if self._pipeline is not None:
+            try:
+                self._pipeline.close()
+                results = self._pipeline.results()
+                committed = committed_calls(results)
+                some_failed = any(c.state is not CallState.COMMITTED for r in results for c in r.calls)
             except CaptureError:
-                pipeline = None
-    recorder.finish()
-    if pipeline is not None:
-        try:
-            pipeline.close()
-            results = pipeline.results()
-            committed = committed_calls(results)
-            some_failed = any(c.state is not CallState.COMMITTED for r in results for c in r.calls)
-        except CaptureError:
-            committed = set()
-    plan = MaskPlan(recorder.texts, committed or set())
-    plan.any_failed = plan.any_failed or some_failed
-    return plan
+                committed = set()
+        plan = MaskPlan(self._recorder.texts, committed or set())
+        plan.any_failed = plan.any_failed or some_failed
+        return plan
 
 
 def stray_argument_text(events: Iterable[ProviderEvent], dialect: str | None = None) -> list[str]:
@@ -257,13 +273,12 @@ def redacted_lines(
     a ``RecursionError``."""
     head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     as_sse = not head.startswith(b"{") and not _is_binary(head)
-    plan_events: list[ProviderEvent] = []
+    planner = _Planner(dialect, committed, registry, config)
     for count, event in enumerate(iter_capture(_pieces(data), name), 1):
-        plan_events.append(event)
+        planner.feed(event)
         if count % PLAN_STEP == 0:
             yield ""
-    plan = _plan_of(plan_events, dialect, committed, registry, config)
-    del plan_events
+    plan = planner.finish()
     yield ""
     redactor = EventRedactor(dialect, plan=plan)
     for event in iter_capture(_pieces(data), name):
