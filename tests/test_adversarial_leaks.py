@@ -172,8 +172,10 @@ def test_uploads_and_pastes_never_show_a_failed_calls_text(tmp_path: Path, caplo
                 check_session_outputs(tally, route, kind, client.get, sid, live=False)
                 doc = client.get(f"/api/sessions/{sid}").json()
                 states[(route, kind)] = doc["streams"][0]["calls"][0]["state"]
-        for page in ("/", "/api/sessions", "/sources", "/metrics"):
-            tally.check("all", "-", page, client.get(page).content)
+        for page in ("/", "/api/sessions", "/api/stored", "/metrics"):
+            response = client.get(page)
+            assert response.status_code == 200, page
+            tally.check("all", "-", page, response.content)
     # The SQLite file keeps an upload or paste as given (the person's own capture, which
     # Reveal text reads again); what a proxied or connected stream stores is checked below.
     tally.check("all", "-", "log", "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records))
@@ -299,8 +301,10 @@ def test_proxy_and_direct_connect_never_show_a_failed_calls_text(live: tuple[str
                 assert doc["streams"][0]["calls"][0]["state"] in ("failed", "cancelled"), (route, kind, doc["streams"])
                 tally.check(route, kind, "ws frame", _first_frame(base, sid), secrets)
                 check_session_outputs(tally, route, kind, lambda url: client.get(url), sid, live=True, secrets=secrets)
-        for page in ("/", "/api/sessions", "/api/live", "/sources", "/metrics"):
-            tally.check("all", "-", page, client.get(page).content, secrets)
+        for page in ("/", "/api/sessions", "/api/live", "/api/stored", "/metrics"):
+            response = client.get(page)
+            assert response.status_code == 200, page
+            tally.check("all", "-", page, response.content, secrets)
     tally.check("all", "-", "sqlite", stored_bytes(data_dir), secrets)
     ours = [r for r in caplog.records if r.name.split(".")[0] not in ("httpx2",)]
     tally.check("all", "-", "log", "\n".join(f"{r.getMessage()} {r.args!r}" for r in ours), secrets)
