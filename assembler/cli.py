@@ -324,7 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("-o", "--output", required=True, help="reproducer to write (OUT.report.json and OUT.md beside it)")
     exp.add_argument(
         "--tools",
-        help="JSON file with the request's tools array, as for assemble (default: none): a call that fails its schema did not commit, so every scalar of its text is masked",
+        help="JSON file with the request's tools array, as for assemble (default: none): a call that fails its schema "
+        "did not commit, so every scalar of its text is masked",
     )
     exp.add_argument("--config", help=_CONFIG_HELP)
     exp.add_argument("--dialect", choices=sorted(ADAPTERS), help=_DIALECT_HELP)

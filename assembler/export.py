@@ -3,9 +3,13 @@
 :func:`redact_capture` rewrites a capture event by event. The event structure, the event
 types, the order, ids and tool names stay; so do the *argument fragments' boundaries and
 UTF-8 byte lengths*: inside argument text every string value is replaced by ``x``
-characters of the same byte length (object keys, numbers and literals are kept, so the
-text stays exactly as valid or invalid as it was), whether the text arrives as a string or
-as a JSON value (:mod:`.masker` lists every place). Text deltas (assistant text,
+characters of the same byte length, whether the text arrives as a string or as a JSON
+value (:mod:`.masker` lists every place). A committed call keeps its object keys, numbers
+and literals (the text stays exactly as valid as it was); a call that did not commit keeps
+none of them: every scalar of its text is masked, keeping token classes and where it
+breaks (:mod:`.scalarmask`). Which calls committed is found by assembling the capture first
+(with the caller's tools and settings) or given by the caller. A provider error's free
+text (its ``message``) is masked; its type and code stay. Text deltas (assistant text,
 reasoning, signatures) become ``x`` runs of the same byte length. A re-import therefore
 gives the same verdicts, ``bytes`` and ``fragments`` per call. HTTP heads (``curl -i``) and
 comment lines are dropped; an event whose ``data`` is not JSON is written as
@@ -21,7 +25,8 @@ before its stream's end (a call after ``[DONE]``, a ``.done`` text that differs,
 adapter reads): such an input is never "argument text of committed calls only".
 
 Limits: a tool registry whose schema constrains string values (``enum``, ``pattern``) may
-judge the placeholders differently; such verdicts can differ after redaction. An event
+judge the placeholders differently, and a schema check of a failed call's masked keys
+differs; such verdicts can differ after redaction. An event
 whose text repeats an object key loses the repetition (events are written back from
 their parsed value).
 """
@@ -83,24 +88,44 @@ def _plan_of(
     registry: ToolRegistry | None = None,
     config: AssembleConfig | None = None,
 ) -> MaskPlan:
-    recorder = EventRedactor(dialect, keep=False, record=True)
-    judge = Pipeline(dialect, config=config, registry=registry, emit_events=False, progress_events=False)
-    pipeline = judge if committed is None else None
+    planner = _Planner(dialect, committed, registry, config)
     for event in events:
-        recorder.feed(event)
-        if pipeline is not None:
+        planner.feed(event)
+    return planner.finish()
+
+
+class _Planner:
+    """:func:`mask_plan` one event at a time (a server reads a recording between other work)."""
+
+    def __init__(self, dialect: str | None, committed: Committed | None, registry: ToolRegistry | None, config: AssembleConfig | None) -> None:
+        self._recorder = EventRedactor(dialect, keep=False, record=True)
+        self._committed = committed
+        self._pipeline: Pipeline | None = None
+        if committed is None:
+            self._pipeline = Pipeline(dialect, config=config, registry=registry, emit_events=False, progress_events=False)
+
+    def feed(self, event: ProviderEvent) -> None:
+        self._recorder.feed(event)
+        if self._pipeline is not None:
             try:
-                pipeline.feed(event)
+                self._pipeline.feed(event)
+            except CaptureError:  # no dialect reads it: no call commits
+                self._pipeline, self._committed = None, set()
+
+    def finish(self) -> MaskPlan:
+        self._recorder.finish()
+        committed, some_failed = self._committed, self._committed is not None  # given verdicts: a call without text may have failed
+        if self._pipeline is not None:
+            try:
+                self._pipeline.close()
+                results = self._pipeline.results()
+                committed = committed_calls(results)
+                some_failed = any(c.state is not CallState.COMMITTED for r in results for c in r.calls)
             except CaptureError:
-                pipeline = None
-    recorder.finish()
-    if pipeline is not None:
-        try:
-            pipeline.close()
-            committed = committed_calls(pipeline.results())
-        except CaptureError:
-            committed = set()
-    return MaskPlan(recorder.texts, committed or set())
+                committed = set()
+        plan = MaskPlan(self._recorder.texts, committed or set())
+        plan.any_failed = plan.any_failed or some_failed
+        return plan
 
 
 def stray_argument_text(events: Iterable[ProviderEvent], dialect: str | None = None) -> list[str]:
@@ -254,13 +279,12 @@ def redacted_lines(
     a ``RecursionError``."""
     head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     as_sse = not head.startswith(b"{") and not _is_binary(head)
-    plan_events: list[ProviderEvent] = []
+    planner = _Planner(dialect, committed, registry, config)
     for count, event in enumerate(iter_capture(_pieces(data), name), 1):
-        plan_events.append(event)
+        planner.feed(event)
         if count % PLAN_STEP == 0:
             yield ""
-    plan = _plan_of(plan_events, dialect, committed, registry, config)
-    del plan_events
+    plan = planner.finish()
     yield ""
     redactor = EventRedactor(dialect, plan=plan)
     for event in iter_capture(_pieces(data), name):

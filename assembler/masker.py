@@ -32,7 +32,8 @@ from . import jsontext
 from .dialects.responses_items import KINDS
 from .places import PlaceMasker, is_empty as _empty, mask_text as _text
 from .redactor import escaped_placeholder, mask_arguments, mask_value
-from .scalarmask import MaskPlan, mask_scalars_value
+from .dialects.gemini import PartialArgsError, parse_json_path
+from .scalarmask import KeyNames, MaskPlan, mask_scalars_value
 from .untrusted import parse_json
 
 
@@ -58,6 +59,7 @@ class DialectMasker(PlaceMasker):
 
     def __init__(self, dialect: str, plan: MaskPlan | None = None, *, record: bool = False) -> None:
         super().__init__(plan, record=record)
+        self._path_keys = KeyNames()  # Gemini partialArgs member names of calls that did not commit
         self._method = getattr(self, self.METHODS[dialect])
 
     # ------------------------------------------------------------------ OpenAI Chat
@@ -284,12 +286,31 @@ class DialectMasker(PlaceMasker):
                         value[i] = mask_arguments(entry)
                         continue
                     for name in entry:
-                        if name == "numberValue" and every and isinstance(entry[name], (int, float)) and not isinstance(entry[name], bool):
+                        if name == "jsonPath" and every:
+                            entry[name] = self._masked_path(entry[name])
+                        elif name == "numberValue" and every and isinstance(entry[name], (int, float)) and not isinstance(entry[name], bool):
                             entry[name] = mask_scalars_value(entry[name])
                         elif name not in ("jsonPath", "numberValue", "boolValue", "nullValue", "willContinue"):
                             entry[name] = escaped_placeholder(entry[name]) if isinstance(entry[name], str) else mask_arguments(entry[name])
             elif field not in ("name", "id", "willContinue"):
                 call[field] = mask_arguments(value)
+
+    def _masked_path(self, path: Any) -> Any:
+        """A ``partialArgs`` jsonPath with every member name (an argument key) masked: the
+        same name, the same placeholder of its length; indexes kept. A path the adapter
+        cannot read is masked whole (it fails the same way: no ``$`` start)."""
+        try:
+            segments = parse_json_path(path)
+        except PartialArgsError:
+            return _text(path)
+        out = ["$"]
+        for segment in segments:
+            if isinstance(segment, int):
+                out.append(f"[{segment}]")
+            else:
+                size = len(segment.encode("utf-8", "surrogatepass"))
+                out.append("." + self._path_keys.name(segment, size) if size else "['']")
+        return "".join(out)
 
     # ------------------------------------------------------------------ Cohere
 

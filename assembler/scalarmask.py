@@ -36,8 +36,9 @@ _KEY_LETTERS = "xyzabcdefghijklmnopqrstuvw"
 _LITERAL_MASK = {"true": "null", "null": "null", "false": "false"}
 
 
-class _KeyNames:
-    """Placeholders of one object's keys: the same key, the same placeholder."""
+class KeyNames:
+    """Placeholders of one object's keys: the same key, the same placeholder (of the byte
+    length given), distinct keys distinct placeholders."""
 
     def __init__(self) -> None:
         self._names: dict[str, str] = {}
@@ -66,7 +67,7 @@ def mask_scalars(fragments: list[str]) -> list[str]:
     scanner = JSONPrefixScanner()
     out: list[str] = []  # one entry per input character
     ends: list[int] = []  # where each fragment's characters end in ``out``
-    objects: list[_KeyNames] = []
+    objects: list[KeyNames] = []
     key_at: list[tuple[int, int]] = []  # (index in out, byte width) of the key being read
     key_raw: list[str] = []
     first_digit = True
@@ -77,7 +78,7 @@ def mask_scalars(fragments: list[str]) -> list[str]:
         if not key_at:
             return
         size = sum(width for _, width in key_at)
-        names = objects[-1] if objects else _KeyNames()
+        names = objects[-1] if objects else KeyNames()
         name = iter(names.name("".join(key_raw), size))
         for index, width in key_at:
             out[index] = "".join(next(name) for _ in range(width))
@@ -122,7 +123,7 @@ def mask_scalars(fragments: list[str]) -> list[str]:
                 if mode is _Mode.STRING and in_key:  # the key's closing quote
                     close_key()
                 elif ch == "{":
-                    objects.append(_KeyNames())
+                    objects.append(KeyNames())
                 elif ch == "}" and objects:
                     objects.pop()
                 out.append(ch)
@@ -179,6 +180,8 @@ class MaskPlan:
         self.wholes: dict[CallRef, str] = {}
         self.masked_texts: dict[bytes, str] = {}
         self.committed_texts: set[bytes] = set()
+        #: some call did not commit (one without any text too, when the caller says so):
+        #: where a dialect does not tell whose text a place holds, every scalar is masked
         self.any_failed = False
         for call, (fragments, whole) in texts.items():
             full = "".join(fragments) if fragments else (whole or "")
@@ -224,4 +227,4 @@ def as_value_like(value: Any, masked: str) -> Any:
         return parsed
     return "x" * len(masked.encode("utf-8", "surrogatepass"))
 
-__all__ = ["MaskPlan", "as_value_like", "assembler_key", "mask_scalars", "mask_scalars_text", "mask_scalars_value"]
+__all__ = ["KeyNames", "MaskPlan", "as_value_like", "assembler_key", "mask_scalars", "mask_scalars_text", "mask_scalars_value"]

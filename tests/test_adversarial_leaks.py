@@ -18,6 +18,7 @@ import html
 import json
 import logging
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -121,12 +122,14 @@ def stored_bytes(data_dir: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(data_dir.rglob("*")) if p.is_file())
 
 
-def check_session_outputs(tally: Tally, route: str, kind: str, get: Any, sid: str, *, live: bool) -> None:
-    for output in ("", "/triage", "/export.sse", "/export.report.json", "/export.md"):
-        tally.check(route, kind, output or "page", get(f"/sessions/{sid}{output}").content)
-    tally.check(route, kind, "json twin", get(f"/api/sessions/{sid}").content)
+def check_session_outputs(tally: Tally, route: str, kind: str, get: Any, sid: str, *, live: bool, secrets: tuple[str, ...] = CANARIES) -> None:
+    urls = [f"/sessions/{sid}{o}" for o in ("", "/triage", "/export.sse", "/export.report.json", "/export.md")] + [f"/api/sessions/{sid}"]
     if live:
-        tally.check(route, kind, "recording", get(f"/sessions/{sid}/recording").content)
+        urls.append(f"/sessions/{sid}/recording")
+    for url in urls:
+        response = get(url)
+        assert response.status_code == 200, (route, kind, url, response.status_code)  # a leak-free error page proves nothing
+        tally.check(route, kind, url.replace(sid, "{id}"), response.content, secrets)
 
 
 # ------------------------------------------------------------------ uploads and pastes
@@ -169,14 +172,31 @@ def test_uploads_and_pastes_never_show_a_failed_calls_text(tmp_path: Path, caplo
                 check_session_outputs(tally, route, kind, client.get, sid, live=False)
                 doc = client.get(f"/api/sessions/{sid}").json()
                 states[(route, kind)] = doc["streams"][0]["calls"][0]["state"]
-        for page in ("/", "/api/sessions", "/sources", "/metrics"):
-            tally.check("all", "-", page, client.get(page).content)
+        for page in ("/", "/api/sessions", "/api/stored", "/metrics"):
+            response = client.get(page)
+            assert response.status_code == 200, page
+            tally.check("all", "-", page, response.content)
     # The SQLite file keeps an upload or paste as given (the person's own capture, which
     # Reveal text reads again); what a proxied or connected stream stores is checked below.
     tally.check("all", "-", "log", "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records))
     assert set(states.values()) <= {"failed", "cancelled"} and "cancelled" in states.values(), states
     assert tally.leaks == [], tally.leaks
     assert tally.tried >= 2 * len(KINDS) * 7
+
+
+def test_the_canary_demo_shows_nothing_before_commit_and_nothing_while_values_are_masked() -> None:
+    from assembler.demos import CANARY_SECRET
+
+    tally = Tally()
+    with make_client() as client:
+        response = client.post("/sessions", data={"kind": "demo", "name": "canary", "rate": "12"}, follow_redirects=False)
+        sid = response.headers["location"].rsplit("/", 1)[1]
+        client.post(f"/sessions/{sid}/control", data={"action": "pause"})
+        for i, frame in enumerate(_play(client, sid, "demo")):
+            tally.check("demo", "committed", f"ws frame {i}", frame, (CANARY_SECRET,))
+        check_session_outputs(tally, "demo", "committed", client.get, sid, live=False, secrets=(CANARY_SECRET,))
+        assert client.get(f"/api/sessions/{sid}").json()["streams"][0]["calls"][0]["state"] == "committed"
+    assert tally.leaks == [], tally.leaks
 
 
 # ------------------------------------------------------------------ proxy and direct connect
@@ -229,6 +249,15 @@ def live(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str,
             yield base, data_dir
 
 
+def _agent_request(base: str, body: dict[str, Any], headers: dict[str, str]) -> None:
+    try:
+        with httpx.stream("POST", f"{base}/proxy/fake/v1/chat/completions", json=body, headers=headers, timeout=10) as response:
+            for _ in response.iter_bytes():
+                pass
+    except httpx.HTTPError:
+        pass  # the stream stopped under it: what a Stop does
+
+
 def _first_frame(base: str, sid: str) -> str:
     with ws_connect(f"{base.replace('http', 'ws')}/ws/sessions/{sid}") as ws:
         return str(ws.recv(timeout=5))
@@ -243,11 +272,21 @@ def test_proxy_and_direct_connect_never_show_a_failed_calls_text(live: tuple[str
     with httpx.Client(base_url=base, timeout=10) as client:
         for route in ("proxy", "connect"):
             for kind in KINDS:
-                if route == "proxy" and kind != "cancelled":
+                if route == "proxy":
                     body = {"model": kind, "stream": True, "messages": [{"role": "user", "content": "go"}], "tools": TOOLS}
-                    response = client.post("/proxy/fake/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {API_KEY}"})
-                    assert response.status_code == 200
-                    sid = newest_live(base, count)
+                    headers = {"Authorization": f"Bearer {API_KEY}"}
+                    if kind == "cancelled":  # the agent's request runs on while a person presses Stop
+                        agent = threading.Thread(target=_agent_request, args=(base, body, headers), daemon=True)
+                        agent.start()
+                        sid = newest_live(base, count)
+                        wait_for(lambda: client.get(f"/api/sessions/{sid}").json()["live"]["size"] > 0, what="bytes")
+                        tally.check(route, kind, "ws frame (open)", _first_frame(base, sid), secrets)
+                        client.post(f"/sessions/{sid}/control", data={"action": "cancel"})
+                        agent.join(timeout=10)
+                    else:
+                        response = client.post("/proxy/fake/v1/chat/completions", json=body, headers=headers)
+                        assert response.status_code == 200
+                        sid = newest_live(base, count)
                 else:  # direct connect; a Stop is pressed on the cancelled one
                     form = {"upstream": "fake", "api": "chat", "model": kind, "tools": json.dumps(TOOLS), "prompt": "go"}
                     response = client.post("/connect", data=form)
@@ -261,9 +300,11 @@ def test_proxy_and_direct_connect_never_show_a_failed_calls_text(live: tuple[str
                 doc = finished(base, sid)
                 assert doc["streams"][0]["calls"][0]["state"] in ("failed", "cancelled"), (route, kind, doc["streams"])
                 tally.check(route, kind, "ws frame", _first_frame(base, sid), secrets)
-                check_session_outputs(tally, route, kind, lambda url: client.get(url), sid, live=True)
-        for page in ("/", "/api/sessions", "/api/live", "/sources", "/metrics"):
-            tally.check("all", "-", page, client.get(page).content, secrets)
+                check_session_outputs(tally, route, kind, lambda url: client.get(url), sid, live=True, secrets=secrets)
+        for page in ("/", "/api/sessions", "/api/live", "/api/stored", "/metrics"):
+            response = client.get(page)
+            assert response.status_code == 200, page
+            tally.check("all", "-", page, response.content, secrets)
     tally.check("all", "-", "sqlite", stored_bytes(data_dir), secrets)
     ours = [r for r in caplog.records if r.name.split(".")[0] not in ("httpx2",)]
     tally.check("all", "-", "log", "\n".join(f"{r.getMessage()} {r.args!r}" for r in ours), secrets)

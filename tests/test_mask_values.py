@@ -59,3 +59,17 @@ def test_an_upload_shows_committed_values_until_the_toggle_is_turned_on() -> Non
         client.post(f"/sessions/{sid}/mask", data={"mask": "on"})
         page, doc = client.get(f"/sessions/{sid}").text, client.get(f"/api/sessions/{sid}").text
         assert SECRET not in page and SECRET not in doc and "token" in page
+
+
+def test_a_viewer_sees_the_toggle_without_reloading() -> None:
+    with make_client() as client:
+        response = client.post("/sessions", data={"kind": "demo", "name": "canary", "rate": "12"}, follow_redirects=False)
+        sid = response.headers["location"].rsplit("/", 1)[1]
+        client.post(f"/sessions/{sid}/control", data={"action": "pause"})
+        _play(client, sid)
+        with client.websocket_connect(f"{WS_BASE}/ws/sessions/{sid}") as ws:
+            assert CANARY_SECRET not in ws.receive_text()
+            client.post(f"/sessions/{sid}/mask", data={"mask": "off"}, headers={"HX-Request": "true"})
+            assert CANARY_SECRET in ws.receive_text()
+            client.post(f"/sessions/{sid}/mask", data={"mask": "on"}, headers={"HX-Request": "true"})
+            assert CANARY_SECRET not in ws.receive_text()

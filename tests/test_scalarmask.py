@@ -85,3 +85,21 @@ def test_a_value_is_masked_whole() -> None:
         "x": None,
         "y": ["xxxxxxx"],
     }
+
+
+def test_gemini_partial_args_of_a_failed_call_keep_no_member_name_or_number() -> None:
+    def chunk(call: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": [{"functionCall": call}]}, "index": 0}
+        if finish:
+            candidate["finishReason"] = finish
+        return {"candidates": [candidate]}
+
+    partial = [
+        {"jsonPath": "$.sk_live_SECRETKEY", "numberValue": 4111111111111111, "willContinue": True},
+        {"jsonPath": "$.hunter2[0]", "stringValue": "hunter2", "willContinue": True},
+    ]
+    events = [chunk({"name": "pay", "willContinue": True}), *(chunk({"partialArgs": [p], "willContinue": True}) for p in partial)]
+    raw = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()  # no end: the call is cut off
+    redacted = redact_capture(raw)
+    assert not [s for s in SECRETS if s.encode() in redacted]
+    assert verdicts(redacted) == verdicts(raw) and verdicts(raw)[0][0] == "failed"

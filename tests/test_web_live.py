@@ -101,7 +101,9 @@ def test_websocket_replay_reaches_the_demo_verdicts(name: str) -> None:
 
 def test_committed_arguments_render_escaped_and_pretty() -> None:
     with make_client() as client:
-        frames = play_and_collect(client, start(client, "anthropic-parallel", rate=100))
+        sid = start(client, "anthropic-parallel", rate=100)
+        client.post(f"/sessions/{sid}/mask", data={"mask": "off"})  # a demo starts with Mask values on
+        frames = play_and_collect(client, sid)
     last = frames[-1]
     assert "&#34;city&#34;: &#34;Tromsø&#34;" in last or "&quot;city&quot;: &quot;Tromsø&quot;" in last
     assert '\n  "database"' not in last  # quotes are escaped, never raw
@@ -116,6 +118,7 @@ def test_canary_never_leaves_the_server_before_commit(caplog: pytest.LogCaptureF
     pieces = canary_pieces()
     with make_client() as client:
         sid = start(client, "canary")
+        client.post(f"/sessions/{sid}/mask", data={"mask": "off"})  # committed values shown: what is checked here
         frames = play_and_collect(client, sid)
         after = client.get(f"/sessions/{sid}").text
     commit = next(i for i, f in enumerate(frames) if 'data-state="committed"' in f)
@@ -133,6 +136,7 @@ def test_canary_page_and_json_twin_before_commit_step_by_step() -> None:
     pieces = canary_pieces()
     with make_client() as client:
         sid = start(client, "canary")
+        client.post(f"/sessions/{sid}/mask", data={"mask": "off"})
         for _ in range(DEMOS["canary"].events + 1):
             page = client.get(f"/sessions/{sid}").text
             twin = client.get(f"/api/sessions/{sid}").text

@@ -283,8 +283,9 @@ def provider_messages(session: Session, reveal: bool) -> list[dict[str, Any]]:
     quote a call's buffered arguments, so it is never shown otherwise)."""
     out = []
     for index, stream in enumerate(session.pipeline.streams):
-        if stream.provider_message:
-            out.append({"stream": index, "message": stream.provider_message if reveal else None})
+        message = getattr(stream, "provider_message", None)  # a mirrored stream has none here
+        if message:
+            out.append({"stream": index, "message": message if reveal else None})
     return out
 
 

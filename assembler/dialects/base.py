@@ -7,6 +7,7 @@ states, latches or limits; it never parses argument text. The one exception is
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 from ..capture import ProviderEvent
@@ -15,6 +16,9 @@ from ..model import ArgsNotStrict, CallKey, Op, StreamError
 
 #: A provider error's free text kept for *Reveal*, at most this many characters.
 MESSAGE_LIMIT = 2000
+#: What an error's type, code or status looks like (``server_error``, ``503``,
+#: ``UNAVAILABLE``); anything else in those fields is free text and is not shown.
+_CODE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 
 
 def provider_error(error: Any, fields: tuple[str, ...] = ("type", "code"), prefix: str = "") -> StreamError:
@@ -27,6 +31,7 @@ def provider_error(error: Any, fields: tuple[str, ...] = ("type", "code"), prefi
     named: list[str] = []
     if isinstance(error, dict):
         named = [str(error.get(k)) for k in fields if error.get(k) not in (None, "") and not isinstance(error.get(k), (dict, list))]
+        named = [n if _CODE.fullmatch(n) else "(not a code)" for n in named]  # a field holding free text is not shown
         message = error.get("message")
     elif error not in (None, ""):
         message = error
