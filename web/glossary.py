@@ -129,6 +129,7 @@ QUIRKS: dict[str, str] = {
     "final_arguments_differ": "a later final text differs from the first (the first stays)",
     "delta_after_done": "an argument delta after the final text (ignored)",
     "item_only_in_response_completed": "a tool item seen only in response.completed",
+    "call_id_replaced": "the finalized item gave another call id, which replaces the provisional one",
     "content_after_finish_reason": "content after a finishReason frame (kept; the last finishReason decides)",
     "unknown_finish_reason": "a finish reason the provider does not document (taken as a normal end)",
     "custom_tool_input_wrapped": "a custom tool's input came wrapped in an object",
