@@ -187,6 +187,8 @@ class MaskPlan:
             full = "".join(fragments) if fragments else (whole or "")
             if assembler_key(call) in committed:
                 self.committed_texts.add(digest(full))
+                if whole is not None:  # a Responses final text is what the call committed
+                    self.committed_texts.add(digest(whole))
                 continue
             self.any_failed = True
             if fragments:
