@@ -1,0 +1,296 @@
+"""Assemblers under test: each turns one case's stream into the calls it hands an agent.
+
+An adapter returns :class:`Handed` calls, each with a verdict:
+
+- ``execute``: the agent would run it (an SDK with no notion of commit hands every call of
+  its final message this way);
+- ``reject``: handed over as not to run, owed an error result (toollatch's FAILED and
+  CANCELLED calls; an SDK that raised at stream end, whose snapshot calls the agent can
+  only answer with an error);
+- ``server``: run by the provider (Anthropic ``server_tool_use``), owes nothing.
+
+Built-in adapters: ``toollatch``, ``openai-python`` (``ChatCompletionStreamState``),
+``anthropic-sdk`` (``accumulate_event`` of its ``MessageStream``), ``langchain-core``
+(``AIMessageChunk`` merging), ``litellm`` (``stream_chunk_builder``); an adapter whose
+package is not installed reports itself unavailable. ``--command CMD`` is :class:`CommandAdapter`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shlex
+import subprocess
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..capture import ProviderEvent
+from ..pipeline import Pipeline
+from ..registry import ToolRegistry
+
+
+@dataclass(frozen=True)
+class Handed:
+    """One call as an assembler hands it to the agent. ``arguments`` is the argument text."""
+
+    name: str | None
+    id: str | None
+    arguments: str | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class CaseInput:
+    """What an adapter gets: the raw body, the provider events toollatch's decoder read from
+    it (cut at the user stop when ``cancelled``), the request's tools, and the dialect."""
+
+    name: str
+    body: bytes
+    events: list[ProviderEvent]
+    dialect: str | None
+    tools: list[dict[str, Any]] | None
+    cancel_after: int | None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_after is not None
+
+
+class AdapterError(RuntimeError):
+    """The adapter itself failed (not the assembler's verdict); the case counts as wrong."""
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """A named assembler. ``dialects``: the dialects it can read (None: any)."""
+
+    name: str
+    module: str | None
+    dialects: frozenset[str] | None
+    run: Callable[[CaseInput], list[Handed]]
+    description: str = ""
+
+    def unavailable(self) -> str | None:
+        """Why it cannot run here (its package is missing), or None."""
+        if self.module and importlib.util.find_spec(self.module) is None:
+            return f"package {self.module!r} is not installed (pip install 'toollatch[conformance]')"
+        return None
+
+
+# --------------------------------------------------------------------------- toollatch
+
+
+def run_toollatch(case: CaseInput) -> list[Handed]:
+    """toollatch's pipeline: COMMITTED client calls execute, the rest are rejected."""
+    registry = ToolRegistry.from_tools(case.tools) if case.tools else None
+    pipeline = Pipeline(case.dialect, registry=registry, emit_events=False, name=case.name)
+    for event in case.events:
+        pipeline.feed(event)
+    if case.cancelled:
+        pipeline.cancel()
+    else:
+        pipeline.close()
+    handed: list[Handed] = []
+    for result in pipeline.results():
+        for call in result.calls:
+            if call.executor == "server":
+                verdict = "server"
+            elif call.state.value == "committed":
+                verdict = "execute"
+            else:
+                verdict = "reject"
+            text = json.dumps(call.arguments, ensure_ascii=False) if verdict != "reject" else None
+            handed.append(Handed(call.name, call.call_id, text, verdict))
+    return handed
+
+
+# --------------------------------------------------------------------------- openai-python
+
+
+def _openai_events(case: CaseInput) -> list[Any]:
+    """The JSON payloads the openai SDK's ``Stream`` yields, decoded by its own SSE decoder;
+    stops at ``[DONE]`` and at the user stop. Raises what the SDK raises (``APIError`` for
+    an ``error`` payload, ``JSONDecodeError`` for a non-JSON data line)."""
+    from openai import APIError
+    from openai._streaming import SSEDecoder
+
+    payloads: list[Any] = []
+    for sse in SSEDecoder().iter_bytes(iter([case.body])):
+        if case.cancel_after is not None and len(payloads) >= case.cancel_after:
+            break
+        if sse.data.startswith("[DONE]"):
+            break
+        data = sse.json()
+        if isinstance(data, dict) and data.get("error"):
+            raise APIError(message=str(data["error"]), request=None, body=data)  # type: ignore[arg-type]
+        payloads.append(data)
+    return payloads
+
+
+def run_openai_python(case: CaseInput) -> list[Handed]:
+    """``openai.lib.streaming.chat.ChatCompletionStreamState``: every tool call of
+    ``get_final_completion()`` is handed to execute; when the SDK raises at the end
+    (``LengthFinishReasonError``, ``APIError``...), the snapshot's calls are rejected."""
+    from openai._models import construct_type
+    from openai.lib.streaming.chat import ChatCompletionStreamState
+    from openai.types.chat import ChatCompletionChunk
+
+    state = ChatCompletionStreamState()
+    verdict = "execute"
+    try:
+        for data in _openai_events(case):
+            state.handle_chunk(construct_type(type_=ChatCompletionChunk, value=data))  # type: ignore[arg-type]
+        completion: Any = state.get_final_completion()
+    except Exception:  # the agent's loop sees an exception: it runs nothing
+        verdict = "reject"
+        try:
+            completion = state.current_completion_snapshot
+        except Exception:
+            return []
+    handed: list[Handed] = []
+    for choice in completion.choices:
+        for tc in choice.message.tool_calls or []:
+            fn = getattr(tc, "function", None)
+            handed.append(Handed(getattr(fn, "name", None), tc.id, getattr(fn, "arguments", None), verdict))
+    return handed
+
+
+# --------------------------------------------------------------------------- anthropic-sdk
+
+
+def run_anthropic_sdk(case: CaseInput) -> list[Handed]:
+    """``anthropic.lib.streaming._messages.accumulate_event``, as ``MessageStream`` runs it
+    on the SDK's own SSE decoding: ``tool_use`` blocks of the final message are handed to
+    execute (their ``input`` as parsed), ``server_tool_use`` as the provider's; an ``error``
+    event raises in the SDK, and the snapshot's calls are then rejected."""
+    from anthropic._models import construct_type
+    from anthropic._streaming import SSEDecoder
+    from anthropic.lib.streaming._messages import accumulate_event
+    from anthropic.types import RawMessageStreamEvent
+
+    snapshot: Any = None
+    verdict = "execute"
+    count = 0
+    try:
+        for sse in SSEDecoder().iter_bytes(iter([case.body])):
+            if case.cancel_after is not None and count >= case.cancel_after:
+                break
+            count += 1
+            if sse.event == "ping":
+                continue
+            if sse.event == "error":
+                raise RuntimeError(sse.data)
+            event = construct_type(type_=RawMessageStreamEvent, value=sse.json())  # type: ignore[arg-type]
+            snapshot = accumulate_event(event=event, current_snapshot=snapshot)  # type: ignore[arg-type]
+    except Exception:
+        verdict = "reject"
+    if snapshot is None:
+        return []
+    handed: list[Handed] = []
+    for block in snapshot.content:
+        kind = getattr(block, "type", None)
+        if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
+            text = json.dumps(block.input, ensure_ascii=False)
+            handed.append(Handed(block.name, block.id, text, verdict if kind == "tool_use" else "server"))
+    return handed
+
+
+# --------------------------------------------------------------------------- langchain-core
+
+
+def run_langchain_core(case: CaseInput) -> list[Handed]:
+    """``AIMessageChunk`` merging (``+``), with each OpenAI chunk's tool-call deltas turned
+    into ``tool_call_chunks`` as ``langchain-openai`` does: ``tool_calls`` of the merged
+    message are handed to execute, ``invalid_tool_calls`` rejected."""
+    from langchain_core.messages import AIMessageChunk
+
+    merged: Any = AIMessageChunk(content="")
+    for event in case.events:
+        data = event.data
+        if not isinstance(data, dict):
+            continue
+        for choice in data.get("choices") or []:
+            delta = choice.get("delta") or {}
+            chunks = []
+            for tc in delta.get("tool_calls") or []:
+                fn = tc.get("function") or {}
+                chunks.append({"name": fn.get("name"), "args": fn.get("arguments"), "id": tc.get("id"), "index": tc.get("index")})
+            if chunks:
+                merged = merged + AIMessageChunk(content="", tool_call_chunks=chunks)
+    handed = [Handed(tc["name"], tc["id"], json.dumps(tc["args"]), "execute") for tc in merged.tool_calls]
+    handed += [Handed(tc["name"], tc["id"], tc["args"], "reject") for tc in merged.invalid_tool_calls]
+    return handed
+
+
+# --------------------------------------------------------------------------- litellm
+
+
+def run_litellm(case: CaseInput) -> list[Handed]:
+    """``litellm.stream_chunk_builder`` over the OpenAI chunks: every tool call of the
+    built response is handed to execute."""
+    import litellm
+
+    chunks = [litellm.ModelResponse(stream=True, **e.data) for e in case.events if isinstance(e.data, dict) and "choices" in e.data]
+    response: Any = litellm.stream_chunk_builder(chunks)
+    handed: list[Handed] = []
+    for choice in (response.choices if response else []):
+        for tc in choice.message.tool_calls or []:
+            handed.append(Handed(tc.function.name, tc.id, tc.function.arguments, "execute"))
+    return handed
+
+
+# --------------------------------------------------------------------------- --command
+
+
+@dataclass(frozen=True)
+class CommandAdapter:
+    """Any assembler behind a command: one process per case, the case as JSON on stdin,
+    the calls as JSON on stdout (see ``docs/conformance.md``). ``timeout`` in seconds."""
+
+    command: str
+    timeout: float = 30.0
+
+    def run(self, case: CaseInput) -> list[Handed]:
+        request = {
+            "case": case.name,
+            "dialect": case.dialect,
+            "cancelled": case.cancelled,
+            "tools": case.tools,
+            "events": [{"event": e.event, "data": e.data, "text": e.raw if e.raw is not None else _text(e.data)} for e in case.events],
+        }
+        try:
+            done = subprocess.run(
+                shlex.split(self.command), input=json.dumps(request).encode(), capture_output=True, timeout=self.timeout, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise AdapterError(f"command {self.command!r}: {exc}") from None
+        if done.returncode != 0:
+            raise AdapterError(f"command {self.command!r} exited {done.returncode}: {done.stderr.decode(errors='replace')[-200:]}")
+        try:
+            calls = json.loads(done.stdout)["calls"]
+            return [Handed(c.get("name"), c.get("id"), c.get("arguments"), c["verdict"]) for c in calls]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise AdapterError(f"command {self.command!r}: output is not {{\"calls\": [...]}}: {exc}") from None
+
+    def as_adapter(self) -> Adapter:
+        return Adapter(name=f"command: {self.command}", module=None, dialects=None, run=self.run)
+
+
+def _text(data: Any) -> str | None:
+    if data is None:
+        return None
+    return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+
+
+_CHAT = frozenset({"openai-chat"})
+
+ADAPTERS: dict[str, Adapter] = {
+    a.name: a
+    for a in (
+        Adapter("toollatch", None, None, run_toollatch, "this package's completion latch"),
+        Adapter("openai-python", "openai", _CHAT, run_openai_python, "openai.lib.streaming.chat.ChatCompletionStreamState"),
+        Adapter("anthropic-sdk", "anthropic", frozenset({"anthropic"}), run_anthropic_sdk, "anthropic MessageStream accumulate_event"),
+        Adapter("langchain-core", "langchain_core", _CHAT, run_langchain_core, "AIMessageChunk merging"),
+        Adapter("litellm", "litellm", _CHAT, run_litellm, "litellm.stream_chunk_builder"),
+    )
+}
