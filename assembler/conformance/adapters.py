@@ -22,7 +22,7 @@ import json
 import shlex
 import subprocess
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 from ..capture import ProviderEvent
 from ..pipeline import Pipeline
@@ -107,24 +107,40 @@ def run_toollatch(case: CaseInput) -> list[Handed]:
 # --------------------------------------------------------------------------- openai-python
 
 
-def _openai_events(case: CaseInput) -> list[Any]:
-    """The JSON payloads the openai SDK's ``Stream`` yields, decoded by its own SSE decoder;
-    stops at ``[DONE]`` and at the user stop. Raises what the SDK raises (``APIError`` for
-    an ``error`` payload, ``JSONDecodeError`` for a non-JSON data line)."""
-    from openai import APIError
-    from openai._streaming import SSEDecoder
+def _is_sse(body: bytes) -> bool:
+    """False for a JSON Lines body (first non-blank byte ``{``): a recording of the payloads."""
+    return not body.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
 
-    payloads: list[Any] = []
-    for sse in SSEDecoder().iter_bytes(iter([case.body])):
-        if case.cancel_after is not None and len(payloads) >= case.cancel_after:
-            break
-        if sse.data.startswith("[DONE]"):
-            break
-        data = sse.json()
+
+def _sse_or_recorded(case: CaseInput) -> Iterator[tuple[str | None, str]]:
+    """(event type, data text) pairs: decoded by the SDK's own ``SSEDecoder`` from an SSE
+    body (so its framing is what is tested), else the recorded payloads of a JSON Lines body;
+    cut at the user stop."""
+    if _is_sse(case.body):
+        from openai._streaming import SSEDecoder
+
+        pairs: Iterable[tuple[str | None, str]] = ((sse.event, sse.data) for sse in SSEDecoder().iter_bytes(iter([case.body])))
+    else:
+        pairs = ((e.event, e.raw if e.raw is not None else json.dumps(e.data)) for e in case.events)
+    for count, pair in enumerate(pairs):
+        if case.cancel_after is not None and count >= case.cancel_after:
+            return
+        yield pair
+
+
+def _openai_events(case: CaseInput) -> Iterator[Any]:
+    """The JSON payloads the openai SDK's ``Stream.__stream__`` yields: stops at ``[DONE]``;
+    raises what it raises (``APIError`` for an ``error`` payload, ``JSONDecodeError`` for a
+    data field that is not JSON)."""
+    from openai import APIError
+
+    for _event, text in _sse_or_recorded(case):
+        if text.startswith("[DONE]"):
+            return
+        data = json.loads(text)
         if isinstance(data, dict) and data.get("error"):
-            raise APIError(message=str(data["error"]), request=None, body=data)  # type: ignore[arg-type]
-        payloads.append(data)
-    return payloads
+            raise APIError(message="An error occurred during streaming", request=None, body=data["error"])  # type: ignore[arg-type]
+        yield data
 
 
 def run_openai_python(case: CaseInput) -> list[Handed]:
@@ -164,34 +180,41 @@ def run_anthropic_sdk(case: CaseInput) -> list[Handed]:
     execute (their ``input`` as parsed), ``server_tool_use`` as the provider's; an ``error``
     event raises in the SDK, and the snapshot's calls are then rejected."""
     from anthropic._models import construct_type
-    from anthropic._streaming import SSEDecoder
     from anthropic.lib.streaming._messages import accumulate_event
     from anthropic.types import RawMessageStreamEvent
 
     snapshot: Any = None
+    done: list[Any] = []
+    json_bufs: dict[int, bytes] = {}
     verdict = "execute"
-    count = 0
     try:
-        for sse in SSEDecoder().iter_bytes(iter([case.body])):
-            if case.cancel_after is not None and count >= case.cancel_after:
-                break
-            count += 1
-            if sse.event == "ping":
+        for event_type, text in _sse_or_recorded(case):
+            if event_type == "ping" or (event_type is None and _is_sse(case.body)):
                 continue
-            if sse.event == "error":
-                raise RuntimeError(sse.data)
-            event = construct_type(type_=RawMessageStreamEvent, value=sse.json())  # type: ignore[arg-type]
-            snapshot = accumulate_event(event=event, current_snapshot=snapshot)  # type: ignore[arg-type]
+            if event_type == "error":
+                raise RuntimeError("error event")  # the SDK raises APIStatusError
+            if not text:
+                continue
+            data = json.loads(text)
+            if isinstance(data, dict) and data.get("type") == "error":
+                raise RuntimeError("error event")
+            event = construct_type(type_=RawMessageStreamEvent, value=data)  # type: ignore[arg-type]
+            kind = getattr(event, "type", None)
+            if snapshot is None and kind != "message_start":
+                continue  # MessageStream passes events before message_start through unaccumulated
+            if snapshot is not None and kind == "message_start":  # a recording of several messages
+                done.append(snapshot)
+                snapshot, json_bufs = None, {}
+            snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=json_bufs)  # type: ignore[arg-type]
     except Exception:
         verdict = "reject"
-    if snapshot is None:
-        return []
     handed: list[Handed] = []
-    for block in snapshot.content:
-        kind = getattr(block, "type", None)
-        if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
-            text = json.dumps(block.input, ensure_ascii=False)
-            handed.append(Handed(block.name, block.id, text, verdict if kind == "tool_use" else "server"))
+    for message in done + ([snapshot] if snapshot is not None else []):
+        for block in message.content:
+            kind = getattr(block, "type", None)
+            if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
+                text = json.dumps(block.input, ensure_ascii=False)
+                handed.append(Handed(block.name, block.id, text, verdict if kind == "tool_use" else "server"))
     return handed
 
 

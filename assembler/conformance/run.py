@@ -63,13 +63,17 @@ def case_input(case: Case) -> CaseInput:
     return CaseInput(case.name, case.body, events, dialect, case.tools, case.cancel_after)
 
 
+def _names(calls: list[Any]) -> str:
+    names = [c.name for c in calls]
+    return str(names) if len(names) <= 4 else f"{names[:4]} and {len(names) - 4} more"
+
+
 def judge(case: Case, handed: list[Handed]) -> str | None:
     """Why ``handed`` is wrong for ``case`` (see the module docstring), or None when right."""
     executed = [h for h in handed if h.verdict == "execute"]
     want = case.committed
     if len(executed) != len(want):
-        shown = [h.name for h in executed]
-        return f"executes {len(executed)} call(s) {shown}, want {len(want)} {[w.name for w in want]}"
+        return f"executes {len(executed)} call(s) {_names(executed)}, want {len(want)} {_names(want)}"
     for i, (h, w) in enumerate(zip(executed, want)):
         if h.name != w.name:
             return f"call {i}: name {h.name!r}, want {w.name!r}"
