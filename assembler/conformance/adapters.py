@@ -60,6 +60,10 @@ class AdapterError(RuntimeError):
     """The adapter itself failed (not the assembler's verdict); the case counts as wrong."""
 
 
+class NotApplicable(Exception):
+    """The assembler does not read this case's dialect: the case is ``n/a``, not scored."""
+
+
 @dataclass(frozen=True)
 class Adapter:
     """A named assembler. ``dialects``: the dialects it can read (None: any)."""
@@ -290,7 +294,10 @@ class CommandAdapter:
         if done.returncode != 0:
             raise AdapterError(f"command {self.command!r} exited {done.returncode}: {done.stderr.decode(errors='replace')[-200:]}")
         try:
-            calls = json.loads(done.stdout)["calls"]
+            answer = json.loads(done.stdout)
+            if isinstance(answer, dict) and answer.get("unsupported"):
+                raise NotApplicable(str(answer["unsupported"])[:200])
+            calls = answer["calls"]
             return [Handed(c.get("name"), c.get("id"), c.get("arguments"), c["verdict"]) for c in calls]
         except (ValueError, KeyError, TypeError) as exc:
             raise AdapterError(f"command {self.command!r}: output is not {{\"calls\": [...]}}: {exc}") from None

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..capture import CaptureError, ProviderEvent, read_capture
 from ..pipeline import Pipeline
-from .adapters import ADAPTERS, Adapter, AdapterError, CaseInput, CommandAdapter, Handed
+from .adapters import ADAPTERS, Adapter, AdapterError, CaseInput, CommandAdapter, Handed, NotApplicable
 from .cases import CLASSES, Case, CaseError, all_cases
 
 
@@ -104,6 +104,8 @@ def run_case(adapter: Adapter, case: Case) -> dict[str, Any]:
         return {**row, "status": "n/a", "why": f"{adapter.name} reads {', '.join(sorted(adapter.dialects))} only"}
     try:
         why = judge(case, adapter.run(given))
+    except NotApplicable as exc:
+        return {**row, "status": "n/a", "why": f"unsupported: {exc}"}
     except AdapterError as exc:
         why = f"adapter failed: {exc}"
     except Exception as exc:  # the assembler under test crashed on the input: it hands nothing over
