@@ -130,3 +130,12 @@ def test_cli_unknown_and_unavailable_adapters(capsys: pytest.CaptureFixture[str]
     captured = capsys.readouterr()
     assert json.loads(captured.out)["unavailable"].startswith("package 'litellm' is not installed")
     assert "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize("name", ["langchain-core", "litellm"])
+def test_chunk_mergers_hand_over_a_call_cut_off_mid_stream(name: str) -> None:
+    adapter = ADAPTERS[name]
+    if adapter.unavailable():
+        pytest.skip(adapter.unavailable())
+    report = score(adapter, [_case("bytes-stop-parsable.sse"), _case("index-interleaved-parallel.sse")])
+    assert [r["status"] for r in report["cases"]] == ["wrong", "right"]

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
+import os
 import shlex
 import subprocess
 from dataclasses import dataclass
@@ -225,26 +227,43 @@ def run_anthropic_sdk(case: CaseInput) -> list[Handed]:
 # --------------------------------------------------------------------------- langchain-core
 
 
+def _sdk_payloads(case: CaseInput) -> tuple[list[dict[str, Any]], bool]:
+    """The chunk payloads the openai SDK's stream yields (which ``langchain-openai`` and
+    litellm's OpenAI provider read through), and whether it raised before the end."""
+    payloads: list[dict[str, Any]] = []
+    try:
+        for data in _openai_events(case):
+            if isinstance(data, dict):
+                payloads.append(data)
+    except Exception:
+        return payloads, True
+    return payloads, False
+
+
 def run_langchain_core(case: CaseInput) -> list[Handed]:
-    """``AIMessageChunk`` merging (``+``), with each OpenAI chunk's tool-call deltas turned
-    into ``tool_call_chunks`` as ``langchain-openai`` does: ``tool_calls`` of the merged
-    message are handed to execute, ``invalid_tool_calls`` rejected."""
+    """``AIMessageChunk`` merging (``+``), with each chunk's tool-call deltas turned into
+    ``tool_call_chunks`` as ``langchain-openai`` does (``choices[0]`` only; a chunk whose
+    tool calls lack ``index`` is skipped): ``tool_calls`` of the merged message are handed to
+    execute, ``invalid_tool_calls`` rejected; all rejected when the stream raised."""
     from langchain_core.messages import AIMessageChunk
 
+    payloads, raised = _sdk_payloads(case)
     merged: Any = AIMessageChunk(content="")
-    for event in case.events:
-        data = event.data
-        if not isinstance(data, dict):
+    for data in payloads:
+        if not data.get("choices"):
             continue
-        for choice in data.get("choices") or []:
-            delta = choice.get("delta") or {}
+        delta = data["choices"][0].get("delta") or {}
+        try:
+            chunks = [
+                {"name": (tc.get("function") or {}).get("name"), "args": (tc.get("function") or {}).get("arguments"), "id": tc.get("id"), "index": tc["index"]}
+                for tc in delta.get("tool_calls") or []
+            ]
+        except KeyError:
             chunks = []
-            for tc in delta.get("tool_calls") or []:
-                fn = tc.get("function") or {}
-                chunks.append({"name": fn.get("name"), "args": fn.get("arguments"), "id": tc.get("id"), "index": tc.get("index")})
-            if chunks:
-                merged = merged + AIMessageChunk(content="", tool_call_chunks=chunks)
-    handed = [Handed(tc["name"], tc["id"], json.dumps(tc["args"]), "execute") for tc in merged.tool_calls]
+        if chunks:
+            merged = merged + AIMessageChunk(content="", tool_call_chunks=chunks)
+    verdict = "reject" if raised else "execute"
+    handed = [Handed(tc["name"], tc["id"], json.dumps(tc["args"]), verdict) for tc in merged.tool_calls]
     handed += [Handed(tc["name"], tc["id"], tc["args"], "reject") for tc in merged.invalid_tool_calls]
     return handed
 
@@ -253,16 +272,23 @@ def run_langchain_core(case: CaseInput) -> list[Handed]:
 
 
 def run_litellm(case: CaseInput) -> list[Handed]:
-    """``litellm.stream_chunk_builder`` over the OpenAI chunks: every tool call of the
-    built response is handed to execute."""
+    """``litellm.stream_chunk_builder`` over the chunks (empty ``choices`` skipped): every
+    tool call of the built response is handed to execute; all rejected when the stream
+    raised. Its bundled model cost map is used (no fetch)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
-    chunks = [litellm.ModelResponse(stream=True, **e.data) for e in case.events if isinstance(e.data, dict) and "choices" in e.data]
-    response: Any = litellm.stream_chunk_builder(chunks)
+    litellm.suppress_debug_info = True
+    logging.getLogger("LiteLLM").setLevel(logging.CRITICAL)  # its builder logs each failure it swallows
+
+    payloads, raised = _sdk_payloads(case)
+    chunks = [litellm.ModelResponse(stream=True, **d) for d in payloads if d.get("choices")]
+    response: Any = litellm.stream_chunk_builder(chunks) if chunks else None
+    verdict = "reject" if raised else "execute"
     handed: list[Handed] = []
     for choice in (response.choices if response else []):
         for tc in choice.message.tool_calls or []:
-            handed.append(Handed(tc.function.name, tc.id, tc.function.arguments, "execute"))
+            handed.append(Handed(tc.function.name, tc.id, tc.function.arguments, verdict))
     return handed
 
 

@@ -150,6 +150,13 @@ def format_table(report: dict[str, Any], notes: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _write(text: str) -> None:
+    """UTF-8 on stdout; a lone surrogate from a provider's name becomes its ``\\udXXX`` escape."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
+    sys.stdout.buffer.flush()
+
+
 def run_conformance(args: argparse.Namespace) -> int:
     """``toollatch conformance``: 0 when it ran (whatever the score), 2 on an unknown or
     unavailable adapter or unreadable cases, with a one-line error on stderr."""
@@ -173,9 +180,9 @@ def run_conformance(args: argparse.Namespace) -> int:
         return 2
     report = score(adapter, cases)
     if args.json:
-        print(json.dumps({**report, "notes": notes}, indent=1, ensure_ascii=False))
+        _write(json.dumps({**report, "notes": notes}, indent=1) + "\n")
     else:
-        sys.stdout.write(format_table(report, notes))
+        _write(format_table(report, notes))
     return 0
 
 
