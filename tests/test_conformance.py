@@ -139,3 +139,10 @@ def test_chunk_mergers_hand_over_a_call_cut_off_mid_stream(name: str) -> None:
         pytest.skip(adapter.unavailable())
     report = score(adapter, [_case("bytes-stop-parsable.sse"), _case("index-interleaved-parallel.sse")])
     assert [r["status"] for r in report["cases"]] == ["wrong", "right"]
+
+
+def test_the_docs_page_shows_a_table_for_every_built_in_adapter() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "conformance.md").read_text(encoding="utf-8")
+    for name in ADAPTERS:
+        assert f"### `toollatch conformance --adapter {name}`" in page
+        assert f"adapter: {name}\n" in page
