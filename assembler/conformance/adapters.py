@@ -17,6 +17,7 @@ package is not installed reports itself unavailable. ``--command CMD`` is :class
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import logging
@@ -118,12 +119,12 @@ def _is_sse(body: bytes) -> bool:
     return not body.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
 
 
-def _sse_or_recorded(case: CaseInput) -> Iterator[tuple[str | None, str]]:
-    """(event type, data text) pairs: decoded by the SDK's own ``SSEDecoder`` from an SSE
-    body (so its framing is what is tested), else the recorded payloads of a JSON Lines body;
-    cut at the user stop."""
+def _sse_or_recorded(case: CaseInput, sdk: str = "openai") -> Iterator[tuple[str | None, str]]:
+    """(event type, data text) pairs: decoded by the SDK's own ``SSEDecoder`` (``sdk``:
+    ``openai`` or ``anthropic``) from an SSE body (so its framing is what is tested), else
+    the recorded payloads of a JSON Lines body; cut at the user stop."""
     if _is_sse(case.body):
-        from openai._streaming import SSEDecoder
+        SSEDecoder = importlib.import_module(f"{sdk}._streaming").SSEDecoder
 
         pairs: Iterable[tuple[str | None, str]] = ((sse.event, sse.data) for sse in SSEDecoder().iter_bytes(iter([case.body])))
     else:
@@ -194,7 +195,7 @@ def run_anthropic_sdk(case: CaseInput) -> list[Handed]:
     json_bufs: dict[int, bytes] = {}
     verdict = "execute"
     try:
-        for event_type, text in _sse_or_recorded(case):
+        for event_type, text in _sse_or_recorded(case, "anthropic"):
             if event_type == "ping" or (event_type is None and _is_sse(case.body)):
                 continue
             if event_type == "error":
