@@ -17,6 +17,7 @@ from typing import Any
 from . import jsontext
 from .capture import CaptureError
 from .config import AssembleConfig, ConfigError
+from .conformance import add_conformance
 from .dialects import ADAPTERS
 from .history import build_history
 from .har import is_har
@@ -359,6 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     mck.add_argument("--delay", type=float, help="seconds between writes (default $TOOLLATCH_MOCK_DELAY or 0.02)")
     mck.add_argument("--rechunk", type=int, metavar="SEED", help="re-chunk bodies at random byte positions (seeded; default: one provider event a write)")
     mck.set_defaults(func=run_mock)
+    add_conformance(sub)
     return parser
 
 
