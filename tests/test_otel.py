@@ -27,6 +27,14 @@ CANARY = "c4n4ry-7f3e"
 def _fresh_exporters() -> Any:
     yield
     otel.shutdown_all()
+
+
+@pytest.fixture
+def receiver() -> Any:
+    """A loopback OTLP receiver; the exporters are shut down while it still answers."""
+    with otlp_receiver() as pair:
+        yield pair
+        otel.shutdown_all()
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
 
 
@@ -57,42 +65,42 @@ def _flush(base: str) -> bool:
     return t.flush(5.0)
 
 
-def test_committed_call_reaches_the_receiver_without_argument_text() -> None:
-    with otlp_receiver() as (base, got):
-        turn = _run([*_call_chunks("call_ok1", ARGS), _chunk(finish="tool_calls")], base)
-        assert [c.call_id for c in turn.committed] == ["call_ok1"]
-        assert _flush(base)
-        spans = got.spans()
-        assert [s.name for s in spans] == [STREAM_SPAN]
-        span = attrs(spans[0])
-        assert span["gen_ai.provider.name"] == "openai" and span["toollatch.dialect"] == "openai-chat"
-        assert span["toollatch.stream.end"] == "complete" and span["toollatch.calls.committed"] == 1
-        events = [attrs(e) for e in spans[0].events if e.name == CALL_EVENT]
-        assert [e["toollatch.call.state"] for e in events] == ["open", "args_complete", "committed"]
-        assert {e["gen_ai.tool.name"] for e in events} == {"get_weather"}
-        assert {e["gen_ai.tool.call.id"] for e in events} == {"call_ok1"}
-        assert events[-1]["toollatch.call.bytes"] == len(ARGS.encode())
-        assert "toollatch.call.time_to_commit_s" in events[-1]
-        assert "tool_assemble_args_bytes" in got.metric_names()
-        assert CANARY.encode() not in got.all_bytes()
+def test_committed_call_reaches_the_receiver_without_argument_text(receiver: Any) -> None:
+    base, got = receiver
+    turn = _run([*_call_chunks("call_ok1", ARGS), _chunk(finish="tool_calls")], base)
+    assert [c.call_id for c in turn.committed] == ["call_ok1"]
+    assert _flush(base)
+    spans = got.spans()
+    assert [s.name for s in spans] == [STREAM_SPAN]
+    span = attrs(spans[0])
+    assert span["gen_ai.provider.name"] == "openai" and span["toollatch.dialect"] == "openai-chat"
+    assert span["toollatch.stream.end"] == "complete" and span["toollatch.calls.committed"] == 1
+    events = [attrs(e) for e in spans[0].events if e.name == CALL_EVENT]
+    assert [e["toollatch.call.state"] for e in events] == ["open", "args_complete", "committed"]
+    assert {e["gen_ai.tool.name"] for e in events} == {"get_weather"}
+    assert {e["gen_ai.tool.call.id"] for e in events} == {"call_ok1"}
+    assert events[-1]["toollatch.call.bytes"] == len(ARGS.encode())
+    assert "toollatch.call.time_to_commit_s" in events[-1]
+    assert "tool_assemble_args_bytes" in got.metric_names()
+    assert CANARY.encode() not in got.all_bytes()
 
 
-def test_failed_calls_and_provider_error_text_never_cross() -> None:
-    with otlp_receiver() as (base, got):
-        truncated = _run(_call_chunks("call_cut1", ARGS), base)  # no finish_reason: truncated
-        assert truncated.end == "truncated" and not truncated.committed
-        invalid = _run([*_call_chunks("call_bad1", ARGS[:-1] + f',"{CANARY}"'), _chunk(finish="tool_calls")], base)
-        assert invalid.results and invalid.results[0].is_error
-        failed = _run([*_call_chunks("call_err1", ARGS), {"error": {"message": f"upstream said {CANARY}", "type": "server_error"}}], base)
-        assert failed.end == "error"
-        assert _flush(base)
-        events = [attrs(e) for s in got.spans() for e in s.events]
-        verdicts = {e["gen_ai.tool.call.id"]: e for e in events if e["toollatch.call.state"] == "failed"}
-        assert verdicts["call_cut1"]["toollatch.call.reason"] == "stream_truncated"
-        assert verdicts["call_bad1"]["toollatch.call.reason"] == "invalid_json"
-        assert verdicts["call_err1"]["toollatch.call.reason"] == "stream_error"
-        assert {e["gen_ai.tool.name"] for e in events} == {"get_weather"}
-        assert CANARY.encode() not in got.all_bytes()
+def test_failed_calls_and_provider_error_text_never_cross(receiver: Any) -> None:
+    base, got = receiver
+    truncated = _run(_call_chunks("call_cut1", ARGS), base)  # no finish_reason: truncated
+    assert truncated.end == "truncated" and not truncated.committed
+    invalid = _run([*_call_chunks("call_bad1", ARGS[:-1] + f',"{CANARY}"'), _chunk(finish="tool_calls")], base)
+    assert invalid.results and invalid.results[0].is_error
+    failed = _run([*_call_chunks("call_err1", ARGS), {"error": {"message": f"upstream said {CANARY}", "type": "server_error"}}], base)
+    assert failed.end == "error"
+    assert _flush(base)
+    events = [attrs(e) for s in got.spans() for e in s.events]
+    verdicts = {e["gen_ai.tool.call.id"]: e for e in events if e["toollatch.call.state"] == "failed"}
+    assert verdicts["call_cut1"]["toollatch.call.reason"] == "stream_truncated"
+    assert verdicts["call_bad1"]["toollatch.call.reason"] == "invalid_json"
+    assert verdicts["call_err1"]["toollatch.call.reason"] == "stream_error"
+    assert {e["gen_ai.tool.name"] for e in events} == {"get_weather"}
+    assert CANARY.encode() not in got.all_bytes()
 
 
 def _latch_in_thread(base: str) -> tuple[threading.Thread, list[Any]]:
@@ -134,15 +142,15 @@ def test_without_an_endpoint_nothing_of_opentelemetry_is_imported() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_the_environment_variable_turns_it_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    with otlp_receiver() as (base, got):
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", base)
-        s = latch([*_call_chunks("call_env1", ARGS), _chunk(finish="tool_calls")], tools=TOOLS)
-        list(s)
-        assert s.turn.committed
-        t = otel.for_config(None)
-        assert t is not None and t.flush(5.0)
-        ids = {attrs(e).get("gen_ai.tool.call.id") for sp in got.spans() for e in sp.events}
-        assert ids == {"call_env1"}
-        monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
-        assert otel.for_config(None) is None
+def test_the_environment_variable_turns_it_on(monkeypatch: pytest.MonkeyPatch, receiver: Any) -> None:
+    base, got = receiver
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", base)
+    s = latch([*_call_chunks("call_env1", ARGS), _chunk(finish="tool_calls")], tools=TOOLS)
+    list(s)
+    assert s.turn.committed
+    t = otel.for_config(None)
+    assert t is not None and t.flush(5.0)
+    ids = {attrs(e).get("gen_ai.tool.call.id") for sp in got.spans() for e in sp.events}
+    assert ids == {"call_env1"}
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    assert otel.for_config(None) is None

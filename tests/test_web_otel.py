@@ -1,0 +1,77 @@
+"""``toollatch serve`` exporting live sessions over OTLP/HTTP: streams proxied from the
+built-in mock reach a real receiver on loopback as spans carrying the tool's name and
+call id, and none of the argument text reaches it, for committed and failed calls."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+
+from assembler import otel
+from assembler.config import AssembleConfig
+from assembler.demos import CANARY_SECRET
+from assembler.telemetry import STREAM_SPAN
+from web import Settings, create_app
+
+from .otlp_receiver import Received, attrs, otlp_receiver
+from .test_live_server import finished, live_count, newest_live, serve, wait_for
+
+#: Text of the mock's argument values: the canary demo's secret (committed), the
+#: truncated demo's note and the invalid demo's body (failed).
+ARGUMENT_TEXT = (CANARY_SECRET, "db.internal.example", "Release checklist", "notes/release.md", "rotate the staging", "notes/todo.md")
+
+
+@pytest.fixture(scope="module")
+def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Received]]:
+    with otlp_receiver() as (collector, got):
+        config = AssembleConfig(telemetry_otlp_endpoint=collector)
+        settings = Settings(mock_delay=0.0, data_dir=tmp_path_factory.mktemp("otel-data"), config=config)
+        with serve(create_app(settings)) as base:
+            yield base, collector, got
+        otel.shutdown_all()
+
+
+def _proxied(base: str, model: str) -> dict[str, Any]:
+    before = live_count(base)
+    body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    with httpx.Client(timeout=30) as client:
+        with client.stream("POST", f"{base}/proxy/openai/v1/chat/completions", json=body) as response:
+            assert response.status_code == 200
+            for _ in response.iter_bytes():
+                pass
+    return finished(base, newest_live(base, before))
+
+
+def _events(got: Received) -> list[dict[str, Any]]:
+    return [{**attrs(e), "span": attrs(s)} for s in got.spans() if s.name == STREAM_SPAN for e in s.events]
+
+
+def test_proxied_streams_reach_the_collector_without_argument_text(dashboard: tuple[str, str, Received]) -> None:
+    base, collector, got = dashboard
+    docs = {model: _proxied(base, model) for model in ("canary", "truncated", "invalid")}
+    calls = {m: d["streams"][0]["calls"][0] for m, d in docs.items()}
+    assert [c["state"] for c in calls.values()] == ["committed", "failed", "failed"]
+    telemetry = otel.for_config(collector)
+    assert telemetry is not None
+
+    def verdicts() -> dict[str, dict[str, Any]]:
+        telemetry.flush(5.0)
+        found = {e["gen_ai.tool.call.id"]: e for e in _events(got) if e["toollatch.call.state"] in ("committed", "failed")}
+        return found if all(c["call_id"] in found for c in calls.values()) else {}
+
+    found = wait_for(verdicts, what="the three calls' verdicts at the collector")
+    for model, call in calls.items():
+        event = found[call["call_id"]]
+        assert event["gen_ai.tool.name"] == call["name"]
+        assert event["span"]["toollatch.origin"] == "serve" and event["span"]["gen_ai.provider.name"] == "openai"
+    assert found[calls["truncated"]["call_id"]]["toollatch.call.reason"] == "stream_truncated"
+    assert found[calls["invalid"]["call_id"]]["toollatch.call.reason"] == "invalid_json"
+    assert "tool_assemble_args_bytes" in got.metric_names() or wait_for(lambda: telemetry.flush(5.0) and "tool_assemble_args_bytes" in got.metric_names(), what="metrics")
+    sent = got.all_bytes()
+    for text in ARGUMENT_TEXT:
+        assert text.encode() not in sent, text
