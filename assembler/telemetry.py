@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Union
 
-from .model import CallOutcome, CallState, StreamResult
+from .model import CallOutcome, CallState, Reason, StreamResult
 
 AttributeValue = Union[str, int, float, bool, Sequence[str], Sequence[int]]
 
@@ -93,24 +93,30 @@ def endpoint(configured: str | None = None, environ: Mapping[str, str] | None = 
     return None
 
 
+_REASONS = frozenset(r.value for r in Reason)
+
+
 def reason_code(reason: str | None) -> str | None:
-    """The code of a reason (``"stream_error: <provider text>"`` → ``"stream_error"``); None
-    when there is no reason or it does not start with a code."""
+    """The :class:`~assembler.model.Reason` code a reason starts with
+    (``"stream_error: <provider text>"`` → ``"stream_error"``); ``"other"`` for a reason
+    that starts with no known code, None for no reason."""
     if not reason:
         return None
     code = reason.split(":", 1)[0].strip()
-    return code if _CODE.fullmatch(code) else None
+    return code if code in _REASONS else "other"
 
 
-def _label(value: str | None) -> str:
-    return (value or "")[:MAX_LABEL_CHARS]
+def _label(value: str) -> str:
+    return value[:MAX_LABEL_CHARS]
 
 
 def _call_attributes(call: CallOutcome, provider: str) -> dict[str, AttributeValue]:
-    attrs: dict[str, AttributeValue] = {
-        "gen_ai.provider.name": provider,
-        "gen_ai.tool.name": _label(call.name),
-        "gen_ai.tool.call.id": _label(call.call_id),
+    attrs: dict[str, AttributeValue] = {"gen_ai.provider.name": provider}
+    if call.name:
+        attrs["gen_ai.tool.name"] = _label(call.name)
+    if call.call_id:
+        attrs["gen_ai.tool.call.id"] = _label(call.call_id)
+    attrs |= {
         "toollatch.call.index": ".".join(str(part) for part in call.key),
         "toollatch.call.executor": call.executor,
         "toollatch.call.bytes": call.bytes,
