@@ -154,3 +154,27 @@ def test_the_environment_variable_turns_it_on(monkeypatch: pytest.MonkeyPatch, r
     assert ids == {"call_env1"}
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
     assert otel.for_config(None) is None
+
+
+def test_the_yaml_setting_turns_it_on(receiver: Any, tmp_path: Any) -> None:
+    base, got = receiver
+    path = tmp_path / "toollatch.yaml"
+    path.write_text(f"agent_stream_assemble:\n  telemetry_otlp_endpoint: {base}\n", encoding="utf-8")
+    s = latch([*_call_chunks("call_yaml1", ARGS), _chunk(finish="tool_calls")], tools=TOOLS, config=path)
+    list(s)
+    assert s.turn.committed and _flush(base)
+    assert {attrs(e).get("gen_ai.tool.call.id") for sp in got.spans() for e in sp.events} == {"call_yaml1"}
+
+
+def test_without_the_extra_one_warning_and_the_stream_runs(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    def missing(base: Any) -> Any:
+        raise ImportError("No module named 'opentelemetry'")
+
+    monkeypatch.setattr(otel, "Telemetry", missing)
+    monkeypatch.setattr(otel, "_warned", False)
+    for _ in range(2):
+        s = latch([*_call_chunks("call_noext", ARGS), _chunk(finish="tool_calls")], tools=TOOLS, config={"telemetry_otlp_endpoint": "http://127.0.0.1:9"})
+        list(s)
+        assert [c.call_id for c in s.turn.committed] == ["call_noext"]
+    warnings = [r for r in caplog.records if r.name == "toollatch.telemetry"]
+    assert len(warnings) == 1 and "toollatch[otel]" in warnings[0].getMessage()
