@@ -150,6 +150,7 @@ def stream_span(result: StreamResult, index: int, start_ns: int, end_ns: int, *,
     attrs: dict[str, AttributeValue] = {
         "gen_ai.provider.name": provider,
         "gen_ai.system": provider,
+        "gen_ai.operation.name": "chat",
         "toollatch.origin": origin,
         "toollatch.dialect": result.dialect,
         "toollatch.stream.index": index,

@@ -27,7 +27,7 @@ def test_the_span_names_the_stream_and_counts_its_calls() -> None:
     span = stream_span(_result(_call(CallState.COMMITTED), quirks={"message_stop_repeated": 2}), 0, T0, T0 + 2_000_000_000, origin="latch")
     assert span.name == STREAM_SPAN and (span.start_ns, span.end_ns) == (T0, T0 + 2_000_000_000)
     a = span.attributes
-    assert a["gen_ai.provider.name"] == a["gen_ai.system"] == "anthropic"
+    assert a["gen_ai.provider.name"] == a["gen_ai.system"] == "anthropic" and a["gen_ai.operation.name"] == "chat"
     assert (a["toollatch.dialect"], a["toollatch.stream.end"], a["toollatch.origin"]) == ("anthropic", "complete", "latch")
     assert (a["toollatch.calls"], a["toollatch.calls.committed"], a["toollatch.calls.failed"]) == (1, 1, 0)
     assert (a["toollatch.quirks"], a["toollatch.quirk_counts"]) == (["message_stop_repeated"], [2])
