@@ -121,9 +121,10 @@ class OtelMetrics:
         self.tool_name_label = tool_name_label
 
     def __getattr__(self, name: str) -> Any:
-        if self._also is None:
+        also = self.__dict__.get("_also")
+        if also is None:
             raise AttributeError(name)
-        return getattr(self._also, name)
+        return getattr(also, name)
 
     def _labels(self, provider: str, tool_name: str | None) -> dict[str, str]:
         if self.tool_name_label:

@@ -119,8 +119,6 @@ def _call_attributes(call: CallOutcome, provider: str) -> dict[str, AttributeVal
     attrs |= {
         "toollatch.call.index": ".".join(str(part) for part in call.key),
         "toollatch.call.executor": call.executor,
-        "toollatch.call.bytes": call.bytes,
-        "toollatch.call.fragments": call.fragments,
     }
     code = reason_code(call.reason)
     if code is not None:
@@ -171,6 +169,9 @@ def stream_span(result: StreamResult, index: int, start_ns: int, end_ns: int, *,
             attrs_t: dict[str, AttributeValue] = {**base, "toollatch.call.state": transition.state.value, "toollatch.call.t_s": round(transition.t, 6)}
             if transition.state is CallState.COMMITTED and to_commit is not None:
                 attrs_t["toollatch.call.time_to_commit_s"] = round(to_commit, 6)
+            if transition.state is not CallState.OPEN:  # the counts once the arguments are in
+                attrs_t["toollatch.call.bytes"] = call.bytes
+                attrs_t["toollatch.call.fragments"] = call.fragments
             if not transition.state.terminal:
                 attrs_t.pop("toollatch.call.reason", None)  # the reason belongs to the verdict
             when = min(end_ns, start_ns + max(0, int(transition.t * 1e9)))

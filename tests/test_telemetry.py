@@ -41,6 +41,7 @@ def test_one_event_per_transition_placed_in_time_with_time_to_commit() -> None:
     last = span.events[-1].attributes
     assert (last["gen_ai.tool.name"], last["gen_ai.tool.call.id"], last["toollatch.call.bytes"]) == ("run_sql", "call_1", 42)
     assert last["toollatch.call.time_to_commit_s"] == 0.75
+    assert "toollatch.call.bytes" not in span.events[0].attributes  # the counts come once the arguments are in
 
 
 def test_events_never_fall_after_the_span_end() -> None:
