@@ -104,6 +104,8 @@ def test_proxied_streams_reach_the_collector_without_argument_text(dashboard: tu
     assert found[calls["truncated"]["call_id"]]["toollatch.call.reason"] == "stream_truncated"
     assert found[calls["invalid"]["call_id"]]["toollatch.call.reason"] == "invalid_json"
     assert "tool_assemble_args_bytes" in got.metric_names() or wait_for(lambda: telemetry.flush(5.0) and "tool_assemble_args_bytes" in got.metric_names(), what="metrics")
+    prometheus = httpx.get(f"{base}/metrics").text  # /metrics keeps counting alongside
+    assert 'tool_assemble_args_bytes_count{provider="openai-chat"}' in prometheus
     sent = got.all_bytes()
     for text in ARGUMENT_TEXT:
         assert text.encode() not in sent, text
