@@ -19,6 +19,7 @@ are private to toollatch: the application's global tracer and meter providers ar
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -39,6 +40,7 @@ MAX_EVENTS = 1024
 _lock = threading.Lock()
 _instances: dict[tuple[str | None, str], "Telemetry"] = {}
 _warned = False
+_at_exit = False
 
 
 class Telemetry:
@@ -62,13 +64,13 @@ class Telemetry:
         root = base.rstrip("/") if base else None
         resource = Resource.create({} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "toollatch"})
         span_exporter = OTLPSpanExporter(endpoint=f"{root}/v1/traces" if root else None, timeout=timeout)
-        self.tracer_provider = TracerProvider(resource=resource, span_limits=SpanLimits(max_events=MAX_EVENTS), shutdown_on_exit=True)
+        self.tracer_provider = TracerProvider(resource=resource, span_limits=SpanLimits(max_events=MAX_EVENTS), shutdown_on_exit=False)
         self.tracer_provider.add_span_processor(
             BatchSpanProcessor(span_exporter, max_queue_size=MAX_QUEUE, export_timeout_millis=int(EXPORT_TIMEOUT_S * 1000))
         )
         metric_exporter = OTLPMetricExporter(endpoint=f"{root}/v1/metrics" if root else None, timeout=timeout)
         reader = PeriodicExportingMetricReader(metric_exporter, export_timeout_millis=EXPORT_TIMEOUT_S * 1000)
-        self.meter_provider = MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=True)
+        self.meter_provider = MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
         self.tracer = self.tracer_provider.get_tracer("toollatch")
         meter = self.meter_provider.get_meter("toollatch")
         self._args_bytes = meter.create_histogram("tool_assemble_args_bytes", unit="By", description="UTF-8 bytes of argument text assembled per tool call.")
@@ -161,7 +163,7 @@ def for_config(configured: str | None) -> Telemetry | None:
     setting) or the ``OTEL_EXPORTER_OTLP_*`` variables; None when telemetry is off, or on
     without the ``[otel]`` extra installed (then one warning is logged). One per destination:
     every latched stream of the process shares it."""
-    global _warned
+    global _warned, _at_exit
     where = endpoint(configured)
     if where is None:
         return None
@@ -176,6 +178,9 @@ def for_config(configured: str | None) -> Telemetry | None:
                 log.warning("telemetry: an OTLP endpoint is set, but the OpenTelemetry SDK is not installed (pip install 'toollatch[otel]')")
                 _warned = True
             return None
+        if not _at_exit:
+            atexit.register(shutdown_all)  # the last spans get their export at exit
+            _at_exit = True
         _instances[key] = made
         return made
 

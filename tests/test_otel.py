@@ -178,3 +178,15 @@ def test_without_the_extra_one_warning_and_the_stream_runs(monkeypatch: pytest.M
         assert [c.call_id for c in s.turn.committed] == ["call_noext"]
     warnings = [r for r in caplog.records if r.name == "toollatch.telemetry"]
     assert len(warnings) == 1 and "toollatch[otel]" in warnings[0].getMessage()
+
+
+def test_spans_still_queued_at_exit_are_sent(receiver: Any) -> None:
+    base, got = receiver
+    code = (
+        "from assembler import latch\n"
+        f"items = {[*_call_chunks('call_exit1', ARGS), _chunk(finish='tool_calls')]!r}\n"
+        f"s = latch(items, config={{'telemetry_otlp_endpoint': {base!r}}})\n"
+        "list(s); assert s.turn.committed\n"
+    )
+    subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert {attrs(e).get("gen_ai.tool.call.id") for sp in got.spans() for e in sp.events} == {"call_exit1"}
