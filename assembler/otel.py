@@ -10,7 +10,9 @@ handed to a ``BatchSpanProcessor`` (its own thread; a bounded queue of
 :data:`MAX_QUEUE` spans, beyond which spans are dropped), and each export gives up after
 :data:`EXPORT_TIMEOUT_S` seconds (``OTEL_EXPORTER_OTLP_TIMEOUT`` / ``..._TRACES_TIMEOUT``
 override it, as the SDK reads them). Metrics go through a ``PeriodicExportingMetricReader``
-(``OTEL_METRIC_EXPORT_INTERVAL``, default 60 s) with the same timeout.
+(``OTEL_METRIC_EXPORT_INTERVAL``, default 60 s) with the same timeout, to the same
+collector; none with ``OTEL_METRICS_EXPORTER=none`` or when only
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set.
 
 Every other ``OTEL_*`` variable the SDK reads applies (``OTEL_EXPORTER_OTLP_HEADERS`` for a
 collector's credentials, ``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``). The providers
@@ -68,9 +70,11 @@ class Telemetry:
         self.tracer_provider.add_span_processor(
             BatchSpanProcessor(span_exporter, max_queue_size=MAX_QUEUE, export_timeout_millis=int(EXPORT_TIMEOUT_S * 1000))
         )
-        metric_exporter = OTLPMetricExporter(endpoint=f"{root}/v1/metrics" if root else None, timeout=timeout)
-        reader = PeriodicExportingMetricReader(metric_exporter, export_timeout_millis=EXPORT_TIMEOUT_S * 1000)
-        self.meter_provider = MeterProvider(resource=resource, metric_readers=[reader], shutdown_on_exit=False)
+        readers = []
+        if _metrics_wanted(root):
+            metric_exporter = OTLPMetricExporter(endpoint=f"{root}/v1/metrics" if root else None, timeout=timeout)
+            readers.append(PeriodicExportingMetricReader(metric_exporter, export_timeout_millis=EXPORT_TIMEOUT_S * 1000))
+        self.meter_provider = MeterProvider(resource=resource, metric_readers=readers, shutdown_on_exit=False)
         self.tracer = self.tracer_provider.get_tracer("toollatch")
         meter = self.meter_provider.get_meter("toollatch")
         self._args_bytes = meter.create_histogram("tool_assemble_args_bytes", unit="By", description="UTF-8 bytes of argument text assembled per tool call.")
@@ -152,6 +156,14 @@ class OtelMetrics:
         self._t._to_commit.record(max(seconds, 0.0), self._labels(provider, tool_name))
         if self._also is not None:
             self._also.call_committed(provider, tool_name, seconds)
+
+
+def _metrics_wanted(root: str | None) -> bool:
+    """Metrics go where traces go, unless only a traces endpoint is given
+    (``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` alone) or ``OTEL_METRICS_EXPORTER=none``."""
+    if os.environ.get("OTEL_METRICS_EXPORTER", "").strip().lower() == "none":
+        return False
+    return bool(root or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"))
 
 
 def _env_timeout() -> bool:

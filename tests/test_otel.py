@@ -190,3 +190,14 @@ def test_spans_still_queued_at_exit_are_sent(receiver: Any) -> None:
     )
     subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert {attrs(e).get("gen_ai.tool.call.id") for sp in got.spans() for e in sp.events} == {"call_exit1"}
+
+
+def test_a_traces_endpoint_alone_sends_no_metrics(receiver: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    base, got = receiver
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", base + "/v1/traces")
+    s = latch([*_call_chunks("call_tr1", ARGS), _chunk(finish="tool_calls")], tools=TOOLS)
+    list(s)
+    t = otel.for_config(None)
+    assert t is not None and t.flush(5.0)
+    assert got.spans() and not got.metrics
