@@ -201,3 +201,30 @@ def test_a_traces_endpoint_alone_sends_no_metrics(receiver: Any, monkeypatch: py
     t = otel.for_config(None)
     assert t is not None and t.flush(5.0)
     assert got.spans() and not got.metrics
+
+
+def test_async_and_cancelled_turns_are_exported(receiver: Any) -> None:
+    import asyncio
+
+    base, got = receiver
+    items = [*_call_chunks("call_async1", ARGS), _chunk(finish="tool_calls")]
+
+    async def source() -> Any:
+        for item in items:
+            yield item
+
+    async def run() -> Any:
+        s = latch(source(), tools=TOOLS, config={"telemetry_otlp_endpoint": base})
+        async for _ in s:
+            pass
+        return s.turn
+
+    assert [c.call_id for c in asyncio.run(run()).committed] == ["call_async1"]
+    s = latch(_call_chunks("call_stop1", ARGS), tools=TOOLS, config={"telemetry_otlp_endpoint": base})
+    for _ in s:
+        break  # the caller stops reading: the turn ends cancelled
+    assert s.turn.end == "cancelled"
+    assert _flush(base)
+    ends = {attrs(e)["gen_ai.tool.call.id"]: (attrs(sp)["toollatch.stream.end"], attrs(e)["toollatch.call.state"]) for sp in got.spans() for e in sp.events}
+    assert ends == {"call_async1": ("complete", "committed"), "call_stop1": ("cancelled", "cancelled")}
+    assert CANARY.encode() not in got.all_bytes()
