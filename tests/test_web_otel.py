@@ -130,3 +130,22 @@ def test_canary_in_argument_keys_and_provider_error_never_reaches_the_collector(
     assert found["call_up_ok"]["gen_ai.tool.name"] == found["call_up_err"]["gen_ai.tool.name"] == "get_weather"
     assert found["call_up_err"]["toollatch.call.reason"] == "stream_error"
     assert CANARY.encode() not in got.all_bytes()
+
+
+def test_a_stream_mirrored_from_latch_is_left_to_the_agents_own_telemetry(dashboard: tuple[str, str, Received]) -> None:
+    from assembler import latch
+    from assembler.mockwire import scenario_events
+
+    base, collector, got = dashboard
+    s = latch(iter(scenario_events("parallel", "openai-chat")), dashboard=base)
+    for _ in s:
+        pass
+    mirrored = {c.call_id for c in s.turn.committed}
+    mirror = s._mirror  # type: ignore[attr-defined]
+    assert len(mirrored) == 2 and mirror.done.wait(10) and mirror.session
+    wait_for(lambda: httpx.get(f"{base}/api/sessions/{mirror.session}").json()["status"] != "playing", what="the mirrored session's end")
+    barrier = _proxied(base, "noargs")["streams"][0]["calls"][0]["call_id"]  # a live session ended after it
+    telemetry = otel.for_config(collector)
+    assert telemetry is not None
+    wait_for(lambda: telemetry.flush(5.0) and barrier in {e.get("gen_ai.tool.call.id") for e in _events(got)}, what="the later stream at the collector")
+    assert not mirrored & {e.get("gen_ai.tool.call.id") for e in _events(got)}
