@@ -137,7 +137,7 @@ def _time_to_commit(call: CallOutcome) -> float | None:
 def stream_span(result: StreamResult, index: int, start_ns: int, end_ns: int, *, origin: str) -> SpanRecord:
     """The span of one stream (``result``, the ``index``-th of its input), from ``start_ns``
     to ``end_ns`` (wall clock, ns since the epoch); ``origin`` says what observed it
-    (``latch``, ``proxy``, ``connect``, ``mirror``).
+    (``latch``, or ``serve`` for a live session of the dashboard).
 
     A transition's ``t`` (seconds since the stream started) places its event after
     ``start_ns``, never after ``end_ns``.
