@@ -57,6 +57,11 @@ class AssembleConfig:
       finalized assistant message and owes no result).
     - ``finalize_order``: ``provider_index`` or ``arrival`` order of calls and results.
     - ``metrics_tool_name_label``: add a ``tool_name`` label to metrics (higher cardinality).
+    - ``telemetry_otlp_endpoint``: the base URL of an OpenTelemetry collector's OTLP/HTTP
+      receiver (``http://collector:4318``) to export each stream's span and the metrics to;
+      ``None`` (the default) leaves it to ``OTEL_EXPORTER_OTLP_ENDPOINT``. Needs the
+      ``[otel]`` extra; credentials go in ``OTEL_EXPORTER_OTLP_HEADERS``, never in the URL
+      (docs/telemetry.md).
     """
 
     max_tool_argument_bytes: int = 262_144
@@ -72,6 +77,7 @@ class AssembleConfig:
     on_args_overflow: str = "error_result"
     finalize_order: str = "provider_index"
     metrics_tool_name_label: bool = False
+    telemetry_otlp_endpoint: str | None = None
 
     def pipelined(self, name: str | None) -> bool:
         """True if ``name`` may commit at its own block end."""
@@ -142,6 +148,8 @@ def _check(key: str, value: Any, default: Any, source: str) -> Any:
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise bad("a whole number >= 0 (or null for no limit)")
         return value
+    if key == "telemetry_otlp_endpoint":
+        return _otlp_endpoint(value, f"{source}.{key}")
     if key == "max_tool_argument_depth":
         if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= ARGUMENT_DEPTH_CEILING:
             raise bad(f"a whole number from 1 to {ARGUMENT_DEPTH_CEILING}")
@@ -163,3 +171,25 @@ def _check(key: str, value: Any, default: Any, source: str) -> Any:
             raise bad("a list of tool names")
         return tuple(value)
     raise bad("valid")  # pragma: no cover - every field is handled above
+
+
+def _otlp_endpoint(value: Any, where: str) -> str | None:
+    """An ``http(s)://host[:port][/path]`` URL without userinfo, query or fragment, or None.
+    The value is never quoted in the error: a URL given here may carry a credential."""
+    if value is None:
+        return None
+    from urllib.parse import urlsplit
+
+    wrong = ConfigError(f"{where}: expected an http(s)://host[:port] URL of an OTLP/HTTP receiver (or null)")
+    if not isinstance(value, str):
+        raise wrong
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        raise wrong from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise wrong
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ConfigError(f"{where}: expected a URL without credentials, query or fragment; put a collector's credentials in OTEL_EXPORTER_OTLP_HEADERS")
+    return value

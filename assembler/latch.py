@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,8 @@ from .model import CallState, CommittedCall, StreamEndKind, StreamResult, ToolRe
 from .pipeline import Pipeline
 from .redact import AssemblyEvent
 from .registry import BUILTIN_CLIENT_TOOLS, ToolRegistry
+from .telemetry import endpoint as telemetry_endpoint
+from .telemetry import turn_spans
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,10 +136,13 @@ class Latched:
         self._source = source
         self._mirror = mirror
         self._lock = threading.Lock()  # the idle timer thread and the reading thread
+        self._telemetry = _telemetry(config)
+        self._began_ns = time.time_ns()
         self.pipeline = Pipeline(
             config=config,
             registry=registry,
             name="<latch>",
+            metrics=self._telemetry.metrics() if self._telemetry is not None else None,  # type: ignore[arg-type]
             progress_events=mirror is not None,
             emit_events=mirror is not None,
         )
@@ -235,6 +241,7 @@ class Latched:
         if self._started or self._turn is not None:
             raise RuntimeError("latch: a stream can be read once")
         self._started = True
+        self._began_ns = time.time_ns()
 
     # ------------------------------------------------------------------ feeding
 
@@ -325,6 +332,8 @@ class Latched:
             self._mirrored(out)
         if self._mirror is not None:
             self._mirror.end(self._turn)
+        if self._telemetry is not None:
+            self._telemetry.export(turn_spans(self._turn.streams, self._began_ns, time.time_ns(), origin="latch"))
 
     def _build_turn(self) -> Turn:
         pipeline = self.pipeline
@@ -340,6 +349,18 @@ class Latched:
             results += stream.results
         end = streams[-1].end if streams else None
         return Turn(pipeline.dialect, end, streams, tuple(committed), tuple(results), self._error)
+
+
+def _telemetry(config: AssembleConfig | None) -> Any:
+    """The process's OpenTelemetry exporter (:mod:`assembler.otel`) when an OTLP endpoint is
+    configured (``telemetry_otlp_endpoint`` or ``OTEL_EXPORTER_OTLP_*``), else None; the
+    SDK is imported only then."""
+    configured = config.telemetry_otlp_endpoint if config is not None else None
+    if telemetry_endpoint(configured) is None:
+        return None
+    from . import otel
+
+    return otel.for_config(configured)
 
 
 def latch(
@@ -366,7 +387,13 @@ def latch(
 
     Raises :class:`~assembler.registry.RegistryError` for unusable ``tools``,
     :class:`~assembler.config.ConfigError` for a bad ``config``, ValueError for a dashboard
-    URL that is not a loopback ``http://`` URL. Nothing the provider sends raises: a stream
+    URL that is not a loopback ``http://`` URL.
+
+    With an OTLP endpoint set (``OTEL_EXPORTER_OTLP_ENDPOINT`` or the
+    ``telemetry_otlp_endpoint`` setting) and the ``[otel]`` extra installed, each stream of
+    the turn is exported as an OpenTelemetry span when the turn ends, with an event per call
+    transition and the assembly metrics: names, ids, states, reason codes, counts, never
+    argument text (docs/telemetry.md). Nothing the provider sends raises: a stream
     that cannot be read ends the turn with ``end="error"`` and :attr:`Turn.error` saying why.
     """
     registry = _registry(tools)

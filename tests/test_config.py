@@ -46,6 +46,7 @@ agent_stream_assemble:
   on_args_overflow: drop_with_protocol_repair
   finalize_order: arrival
   metrics_tool_name_label: true
+  telemetry_otlp_endpoint: http://collector.internal:4318
 """,
     )
     cfg = AssembleConfig.load(path)
@@ -63,6 +64,7 @@ agent_stream_assemble:
         "on_args_overflow": "drop_with_protocol_repair",
         "finalize_order": "arrival",
         "metrics_tool_name_label": True,
+        "telemetry_otlp_endpoint": "http://collector.internal:4318",
     }
 
 
@@ -105,3 +107,24 @@ def test_every_setting_is_documented_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     missing = [key for key in AssembleConfig().to_json() if f"`{key}`" not in readme]
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["collector:4318", "ftp://collector:4318", "http://:4318", "http://collector:port", 4318, ["http://c:4318"]],
+)
+def test_telemetry_endpoint_must_be_an_http_url(value: object) -> None:
+    with pytest.raises(ConfigError, match=r"telemetry_otlp_endpoint: expected an http\(s\)://host"):
+        AssembleConfig.from_mapping({"telemetry_otlp_endpoint": value})
+
+
+@pytest.mark.parametrize("value", ["http://user:hunter2-secret@collector:4318", "http://collector:4318/?token=hunter2-secret"])
+def test_telemetry_endpoint_refuses_credentials_without_quoting_them(value: str) -> None:
+    with pytest.raises(ConfigError, match="OTEL_EXPORTER_OTLP_HEADERS") as caught:
+        AssembleConfig.from_mapping({"telemetry_otlp_endpoint": value})
+    assert "hunter2" not in str(caught.value)
+
+
+def test_telemetry_endpoint_defaults_to_none() -> None:
+    assert AssembleConfig().telemetry_otlp_endpoint is None
+    assert AssembleConfig.from_mapping({"telemetry_otlp_endpoint": None}).telemetry_otlp_endpoint is None

@@ -24,6 +24,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from assembler import otel
+
 from . import api, follow, library, mirror, observe, pages, triage_routes, ws
 from .fanout import Clock, Sleep
 from .security import NoFramingMiddleware, SameOriginMiddleware, client_disconnected
@@ -98,6 +100,10 @@ def create_app(
     store = LiveSessionStore(settings, renderer, sleep=sleep, clock=clock)  # SessionStore + live sessions
     if freeze_heap:
         store.on_idle = collect_between_streams
+    # OTLP export of live streams and the metrics when an endpoint is set (docs/telemetry.md)
+    store.telemetry = otel.for_config(settings.config.telemetry_otlp_endpoint)
+    if store.telemetry is not None:
+        store.metrics = store.telemetry.metrics(store.metrics)  # type: ignore[assignment]
     sources = Store(settings.data_dir)  # persistent uploads/recordings (SQLite under data_dir)
 
     @asynccontextmanager

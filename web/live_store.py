@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets as _secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,9 @@ from typing import Any
 from assembler.capture import CaptureError
 from assembler.export import redact_capture
 from assembler.registry import RegistryError
+from assembler.pipeline import Pipeline
 from assembler.retell import retell_body
+from assembler.telemetry import turn_spans
 
 from .as_received import (  # TEXT_LEFT_ASIDE, download_as_received: re-exported
     TEXT_LEFT_ASIDE,
@@ -87,6 +90,9 @@ class LiveSessionStore(SessionStore):
     #: more (set by the app: a full garbage collection while nothing is forwarded).
     on_idle: Callable[[], None] | None = None
     _saving = 0  # recordings being checked and saved
+    #: Where finished live sessions are exported as OpenTelemetry spans (set by the app when
+    #: an OTLP endpoint is configured: :func:`assembler.otel.for_config`), else None.
+    telemetry: Any = None
 
     def create_live(self, source: LiveSource, session_class: type[LiveSession] = LiveSession) -> LiveSession:
         """A new live session (of ``session_class``), registered with its broadcaster, status PLAYING."""
@@ -166,6 +172,7 @@ class LiveSessionStore(SessionStore):
         forwards meanwhile waits for one step at most. Once the last recording being saved
         is saved and no live stream is playing, :attr:`on_idle` is called."""
         self.flush(session)
+        self._export(session)
         if self.recordings is None or not session.live_source.size:
             return
         self._saving += 1
@@ -175,6 +182,16 @@ class LiveSessionStore(SessionStore):
             self._saving -= 1
         if self.on_idle is not None and not self._saving and not self._others_playing(session):
             self.on_idle()
+
+    def _export(self, session: LiveSession) -> None:
+        """Each stream of a finished live session as a span (docs/telemetry.md); a session
+        mirrored from an agent's ``latch()`` is left to that process's own telemetry."""
+        if self.telemetry is None or not isinstance(session.pipeline, Pipeline):
+            return
+        results = session.pipeline.results()
+        if results:
+            start_ns = int(session.live_source.started * 1e9)
+            self.telemetry.export(turn_spans(results, start_ns, time.time_ns(), origin="serve"))
 
     async def _save_recording(self, session: LiveSession, forwarded_secrets: list[str]) -> None:
         waited = 0.0
