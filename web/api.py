@@ -13,6 +13,7 @@ hold committed arguments, so they are sent as :class:`DocumentResponse` (any nes
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -105,7 +106,7 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
             if isinstance(body.get("demo"), str):
                 source = load_demo(body["demo"], settings.config)
             elif isinstance(body.get("capture"), str):
-                source = load_capture(settings.captures_dir, body["capture"], settings.config)
+                source = await asyncio.to_thread(load_capture, settings.captures_dir, body["capture"], settings.config)  # a dry run of the whole file: off the event loop
             else:
                 return JSONResponse({"error": "give 'demo' or 'capture'"}, status_code=400)
         except SourceError as exc:
