@@ -38,9 +38,9 @@ TOOLS_SUFFIX = ".tools.json"
 #: Bytes handed to the capture reader at a time when replaying.
 READ_CHUNK = 64 * 1024
 #: Bytes of input a replay step reads at most before it lets the event loop run
-#: (:func:`iter_sliced`): a slice of the densest input (a line per two bytes) parses in
-#: milliseconds.
-REPLAY_SLICE = 16 * 1024
+#: (:func:`iter_sliced`): a slice of the densest input (a comment line per two bytes)
+#: parses in tens of milliseconds (benchmarks/stall_probe.py).
+REPLAY_SLICE = 64 * 1024
 
 
 class Slice:
