@@ -44,6 +44,9 @@ log = logging.getLogger("toollatch.web")
 #: Creation numbers: every session takes the next one, so a larger ``seq`` is a newer session
 #: whatever was evicted meanwhile (session ids are random).
 _CREATED = itertools.count(1)
+#: Slices of input (:data:`~web.sources.REPLAY_SLICE` bytes) one sliced step reads at most
+#: while it feeds events; one, when it has fed none.
+SLICES_PER_STEP = 4
 
 
 class Status(str, enum.Enum):
@@ -219,21 +222,23 @@ class Session:
     def step(self, count: int = 1, *, sliced: bool = False) -> int:
         """Feed up to ``count`` provider events; close the pipeline right after the last one.
         Returns how many steps were taken: fewer than ``count`` when the session ended, or
-        with ``sliced`` when a slice of input was read (:func:`~web.sources.iter_sliced`):
-        a caller on the event loop then lets it run before the next call, so no input, however
-        little of it is events, holds the loop longer than a slice takes to parse.
+        with ``sliced`` when a slice of input was read without an event fed, or
+        :data:`SLICES_PER_STEP` slices were (:func:`~web.sources.iter_sliced`): a caller on
+        the event loop then lets it run before the next call, so no input, however little of
+        it is events, holds the loop longer than a few slices take to parse.
 
         A demo's scripted stop (``cancel_after``) is applied as soon as that many events
         were fed. Errors end the session with status ERROR and a message.
         """
-        taken = 0
+        taken = fed = slices = 0
         while taken < count:
             if self.status.done:
                 return taken
             if self.position < self.total and not self._stop_due():
                 event = next(self._events, None)
                 while isinstance(event, Slice):
-                    if sliced:
+                    slices += 1
+                    if sliced and (slices >= SLICES_PER_STEP or not fed):
                         return taken
                     event = next(self._events, None)
                 self.progressed()
@@ -243,6 +248,7 @@ class Session:
                     self.position = self.total
                 else:
                     self.position += 1
+                    fed += 1
                     self.virtual_t += 1.0 / self.rate
                     self._guard(partial(self.pipeline.feed, event))
                     if self.status.done:

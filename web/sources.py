@@ -37,10 +37,10 @@ CAPTURE_SUFFIXES = (".sse", ".jsonl")
 TOOLS_SUFFIX = ".tools.json"
 #: Bytes handed to the capture reader at a time when replaying.
 READ_CHUNK = 64 * 1024
-#: Bytes of input a replay step reads at most before it lets the event loop run
-#: (:func:`iter_sliced`): a slice of the densest input (a comment line per two bytes)
-#: parses in tens of milliseconds (benchmarks/stall_probe.py).
-REPLAY_SLICE = 64 * 1024
+#: Bytes of input in one slice of a replay (:func:`iter_sliced`): a slice of the densest
+#: input (a comment line, or an event that is not JSON, per few bytes) parses in tens of
+#: milliseconds (benchmarks/stall_probe.py).
+REPLAY_SLICE = 16 * 1024
 
 
 class Slice:
