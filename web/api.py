@@ -38,7 +38,7 @@ class DocumentResponse(JSONResponse):
 
 
 #: Largest ``POST /sessions`` body: a few small fields.
-MAX_CREATE_BYTES = 64 * 1024
+MAX_CREATE_BYTES = 1024 * 1024
 
 
 def build_router(settings: Settings, store: SessionStore) -> APIRouter:
