@@ -29,9 +29,10 @@ from assembler.model import CallOutcome, CallState, StreamResult
 from assembler.naive import NaiveAction, naive_lane
 from assembler.pipeline import Pipeline
 
-from . import breakpoint, bulk
+from . import breakpoint
 from .session import Card, Session
 from .sources import LoadedSource, iter_events
+from .bulk import is_blank  # after the rest: a whole-input check in pieces
 
 log = logging.getLogger("toollatch.web")
 
@@ -160,7 +161,7 @@ def assemble_source(source: LoadedSource, config: Any) -> list[StreamResult]:
     streams when there is nothing to assemble yet (a live source before its first event,
     or a non-streaming body not yet whole or not readable)."""
     data = source.stream_data
-    if bulk.is_blank(data):
+    if is_blank(data):
         return []
     pipeline = Pipeline(config=config, registry=source.registry(), name=source.name, clock=lambda: 0.0, progress_events=False)
     for event in iter_events(data, source.name):
