@@ -45,6 +45,12 @@ _GZIP = b"\x1f\x8b"
 _INFLATE_STEP = 256 * 1024
 
 
+#: Bytes of nothing but blank characters after which the framing is taken to be SSE without
+#: waiting for a first non-blank byte (JSON Lines or an array after that much whitespace
+#: then reads as SSE, and finds no event).
+BLANK_HEAD_LIMIT = 64 * 1024
+
+
 class PushDecoder:
     """One input's bytes → provider events, in arrival order.
 
@@ -126,7 +132,10 @@ class PushDecoder:
         head = self._head
         if not final:
             if not (head[:1] == b"\x00" or head.startswith(_GZIP) or (len(head) >= _PRELUDE and head.lstrip(_BLANK))):
-                return False
+                if len(head) < BLANK_HEAD_LIMIT:
+                    return False
+                # That many blank bytes and nothing else: SSE (blank lines), decided now, so
+                # that the held head is not copied and rescanned with every chunk after it.
             if head.startswith(b"HTTP/"):
                 rest, done = _skip_http_heads(head)
                 cut = len(head) - len(rest)

@@ -65,10 +65,11 @@ def costly(session: Session, time: VirtualTime, per_event: float = 0.0005) -> No
     """
     step = session.step
 
-    def timed(count: int = 1) -> None:
+    def timed(count: int = 1, **options: Any) -> int:
         before = session.position
-        step(count)
+        taken = step(count, **options)
         time.now += per_event * (session.position - before)
+        return taken
 
     session.step = timed  # type: ignore[method-assign]
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,6 +36,7 @@ from assembler.model import StreamResult, escape_surrogates
 from assembler.pipeline import Pipeline
 from assembler.registry import RegistryError, ToolRegistry
 
+from . import bulk
 from .credentials import redact_url
 from .sources import LoadedSource, SourceError, escaped_strings, iter_events, parse_tools
 from .store import Store, StoredSource
@@ -45,6 +47,8 @@ log = logging.getLogger("toollatch.web")
 READ_CHUNK = 1024 * 1024
 #: Bytes looked at to recognise the format.
 SNIFF = 64 * 1024
+#: A line of a text capture (bytes.splitlines' line ends: CR, LF, CRLF).
+_LINE = re.compile(rb"[^\r\n]+")
 #: Tools files larger than this are refused.
 MAX_TOOLS_BYTES = 1024 * 1024
 
@@ -108,22 +112,23 @@ def cut_tail(data: bytes, fmt: str) -> CutTail | None:
     if fmt.endswith("jsonl"):
         start = data.rfind(b"\n") + 1
         tail = data[start:]
-        if not tail.strip():
+        if bulk.is_blank(tail):
             return None
         try:
             json.loads(tail.decode("utf-8"))
             return None  # a complete last line without a newline
         except (UnicodeDecodeError, ValueError, RecursionError):
-            return CutTail(data.count(b"\n", 0, start) + 1, start, "line")
+            return CutTail(bulk.count(data, b"\n", start) + 1, start, "line")
     if fmt.endswith("sse"):
         ends = [i + n for i, n in ((data.rfind(b"\n\n"), 2), (data.rfind(b"\r\n\r\n"), 4), (data.rfind(b"\r\r"), 2)) if i != -1]
         start = max(ends, default=_body_start(data))
         tail = data[start:]
-        if not tail.strip() or all(not line.strip() or line.startswith(b":") for line in tail.splitlines()):
+        # line by line, not tail.splitlines(): a tail of millions of lines is no single long call
+        if bulk.is_blank(tail) or all(not m[0].strip() or m[0].startswith(b":") for m in _LINE.finditer(tail)):
             return None
         skip = len(tail) - len(tail.lstrip(b"\r\n"))
         start += skip
-        return CutTail(data.count(b"\n", 0, start) + 1, start, "event")
+        return CutTail(bulk.count(data, b"\n", start) + 1, start, "event")
     return None
 
 
@@ -263,7 +268,7 @@ def ingest(
     stored unless every stream in the input can be read.
     """
     name = Path(filename or "upload").name[:200] or "upload"
-    if not data.strip():
+    if bulk.is_blank(data):
         raise SourceError(f"{name} is empty: upload a raw SSE capture, JSON Lines, a HAR export or a Bedrock event stream.", status=400)
     if tools_raw is not None and len(tools_raw) > MAX_TOOLS_BYTES:
         raise SourceError(f"Tools file {tools_name} is larger than 1 MiB.", status=413)
@@ -271,7 +276,7 @@ def ingest(
     checked: list[tuple[str, bytes, list[Any] | None, dict[str, Any], DryRun]] = []
     for piece_name, body, piece_tools, meta in _pieces(name, data, tools):
         readable, tail = readable_part(body, meta["format"])
-        if not readable.strip():
+        if bulk.is_blank(readable):
             where = f" (cut off at {piece_name}:{tail.line}, byte {tail.byte})" if tail else ""
             raise SourceError(f"{piece_name} holds no complete provider event{where}.", status=422)
         run = dry_run(readable, piece_name, config, _registry(piece_tools, piece_name))  # positions as in the file

@@ -166,6 +166,9 @@ class LiveSource:
     def iter_events(self) -> Any:
         return iter(())  # a live session is never stepped through a replay
 
+    def iter_slices(self) -> Any:
+        return iter(())
+
     def registry(self) -> ToolRegistry | None:
         """The request's tools as a registry; None when it had none or they are not usable
         (``registry_error`` then says why)."""
@@ -242,8 +245,9 @@ class LiveSession(Session):
     def total(self) -> int:
         return self.live_source.count
 
-    def step(self, count: int = 1) -> None:
+    def step(self, count: int = 1, *, sliced: bool = False) -> int:
         """Nothing to step: events arrive from the network."""
+        return 0
 
     # ------------------------------------------------------------------ feeding
 

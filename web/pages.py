@@ -16,6 +16,7 @@ and the session page shows a notice saying so until the next control.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 
@@ -81,7 +82,7 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
             if kind == "demo":
                 source = load_demo(name, settings.config)
             elif kind == "capture":
-                source = load_capture(settings.captures_dir, name, settings.config)
+                source = await asyncio.to_thread(load_capture, settings.captures_dir, name, settings.config)  # a dry run of the whole file: off the event loop
             else:
                 return index_page(f"Unknown source kind {kind!r}.", 400)
         except SourceError as exc:

@@ -324,15 +324,24 @@ def new_session(
     ``secrets``: the credential values the request forwards, scrubbed from all it shows.
     ``content_encoding``: the request's ``Content-Encoding``; the body is decoded (to at most
     ``limit`` bytes) for the session only, and is forwarded as the client sent it."""
+    return store.create_live(request_source(name, path, body, secrets, content_encoding, limit))
+
+
+def request_source(
+    name: str, path: str, body: bytes, secrets: list[str] | None = None,
+    content_encoding: str | None = None, limit: int = MAX_DECODED_BYTES,
+) -> LiveSource:
+    """The :class:`LiveSource` of a request (see :func:`new_session`): its body decoded and
+    parsed, its tools checked into a registry. Touches no shared state, so the proxy runs it
+    in a worker thread: a large body or a large tools array is no stall of the event loop."""
     try:
         content = decode_body(body, content_encoding, limit)
     except CodingError:
         content = b""  # a coding that cannot be undone: forwarded as is, no registry
     request, _ = parse_json(content) if content else (None, None)  # not JSON: forwarded as is, no registry
     endpoint = "/" + path.lstrip("/")
-    source = LiveSource(f"{name}{endpoint}", upstream=name, endpoint=endpoint, dialect=endpoint_dialect(path),
-                        request=request if isinstance(request, dict) else None, secrets=secrets)
-    return store.create_live(source)
+    return LiveSource(f"{name}{endpoint}", upstream=name, endpoint=endpoint, dialect=endpoint_dialect(path),
+                      request=request if isinstance(request, dict) else None, secrets=secrets)
 
 
 def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstreams, teer: TeeWorker) -> APIRouter:
@@ -357,7 +366,10 @@ def build_router(settings: Settings, store: LiveSessionStore, upstreams: Upstrea
         secrets = secret_values(headers, parse_qsl(embedded, keep_blank_values=True) + list(request.query_params.multi_items()))
         FORWARDED.set(tuple(secrets))  # this request's context only: its log lines are scrubbed of them
         coding = request.headers.get("content-encoding")
-        session = new_session(store, name, path, body, secrets, coding, settings.max_upload_bytes) if request.method == "POST" else None
+        session = None
+        if request.method == "POST":
+            source = await asyncio.to_thread(request_source, name, path, body, secrets, coding, settings.max_upload_bytes)
+            session = store.create_live(source)
         upstream = await open_upstream(upstreams, store, name, request.method, path, query, headers, body, session, wire)
         if isinstance(upstream, JSONResponse):
             return upstream

@@ -10,7 +10,9 @@ Pacing: the effective rate is ``rate × speed`` events/second. Up to
 :data:`MAX_TICKS_PER_SECOND` the runner ticks every ``1 / rate`` seconds with one event;
 above, it ticks at that frequency with ``rate / MAX_TICKS_PER_SECOND`` events per tick
 (the fraction carried over). At full speed ("max") it feeds :data:`FULL_SPEED_BATCH`
-events, yields to the event loop, and repeats, so sockets and requests stay served.
+events, yields to the event loop, and repeats, so sockets and requests stay served. Every
+step also stops after a slice of input (:func:`~web.sources.iter_sliced`), so an input that
+is mostly not events (megabytes of blank lines before one) is read in bounded pieces too.
 
 Seeking rebuilds the state: back to before the first event, then replay to the target
 (the pipeline is deterministic and its clock virtual, so the result is exact). Seeks that
@@ -137,7 +139,11 @@ class SessionStore:
         self._stop_runner(session)
         if session.status in (Status.PLAYING, Status.READY):
             session.set_status(Status.PAUSED)
-        session.step(count)
+        target = session.position + count
+        session.step(count, sliced=True)
+        if session.position < target and not session.status.done:  # a slice of input read: the rest in steps
+            self._seek_later(session, target, resume=False)
+            return
         self.flush(session)
 
     def back(self, session: Session) -> None:
@@ -162,9 +168,14 @@ class SessionStore:
             session.set_status(Status.PAUSED)
         distance = target - session.position
         if distance <= SYNC_SEEK_EVENTS:
-            session.step(max(0, distance))
-            self._after_seek(session, resume)
-            return
+            session.step(max(0, distance), sliced=True)
+            if session.position >= target or session.status.done:
+                self._after_seek(session, resume)
+                return
+        self._seek_later(session, target, resume)
+
+    def _seek_later(self, session: Session, target: int, resume: bool) -> None:
+        """Go on to ``target`` in a task that yields to the event loop between steps."""
         session.seek_target = target
         task = asyncio.get_running_loop().create_task(self._seek_run(session, target, session.generation, resume), name=f"seek-{session.id}")
         self._seeks[session.id] = task
@@ -172,7 +183,7 @@ class SessionStore:
 
     async def _seek_run(self, session: Session, target: int, generation: int, resume: bool) -> None:
         while session.position < target and session.generation == generation and not session.status.done:
-            session.step(min(SEEK_CHUNK, target - session.position))
+            session.step(min(SEEK_CHUNK, target - session.position), sliced=True)
             await asyncio.sleep(0)  # a real yield: other sessions and requests are served meanwhile
         session.seek_target = None
         self._after_seek(session, resume)
@@ -245,7 +256,7 @@ class SessionStore:
                 await self._sleep(0)
                 if not playing():
                     break
-                session.step(FULL_SPEED_BATCH)
+                session.step(FULL_SPEED_BATCH, sliced=True)
                 due = self._clock()
             else:
                 rate = session.effective_rate
@@ -258,8 +269,10 @@ class SessionStore:
                 carry += rate * interval
                 count = int(carry + 1e-9)
                 carry -= count
-                if count:
-                    session.step(count)
+                while count > 0 and playing() and not session.status.done:
+                    count -= session.step(count, sliced=True)
+                    if count > 0:  # a slice of input read: the due events after a yield
+                        await self._sleep(0)
             self.flush(session)
 
     async def shutdown(self) -> None:

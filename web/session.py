@@ -38,13 +38,16 @@ from .cards import Card, Changes, EndState, Verdict, card_id
 from .mask_values import hide_stream_documents, mask_by_default
 from .owed import OwedResults
 from .settings import speed_label, speed_value
-from .sources import LoadedSource
+from .sources import LoadedSource, Slice
 
 log = logging.getLogger("toollatch.web")
 
 #: Creation numbers: every session takes the next one, so a larger ``seq`` is a newer session
 #: whatever was evicted meanwhile (session ids are random).
 _CREATED = itertools.count(1)
+#: Slices of input (:data:`~web.sources.REPLAY_SLICE` bytes) one sliced step reads at most
+#: while it feeds events; one, when it has fed none.
+SLICES_PER_STEP = 4
 
 
 class Status(str, enum.Enum):
@@ -93,7 +96,7 @@ class Session:
         """Back to before the first event (restart)."""
         self.virtual_t = 0.0
         self.position = 0
-        self._events: Iterator[ProviderEvent] = self.source.iter_events()
+        self._events: Iterator[ProviderEvent | Slice] = self.source.iter_slices()
         first_pass = self.generation == 0
         self.pipeline = Pipeline(
             config=self.config,
@@ -219,17 +222,28 @@ class Session:
 
     # ------------------------------------------------------------------ driving
 
-    def step(self, count: int = 1) -> None:
+    def step(self, count: int = 1, *, sliced: bool = False) -> int:
         """Feed up to ``count`` provider events; close the pipeline right after the last one.
+        Returns how many steps were taken: fewer than ``count`` when the session ended, or
+        with ``sliced`` when a slice of input was read without an event fed, or
+        :data:`SLICES_PER_STEP` slices were (:func:`~web.sources.iter_sliced`): a caller on
+        the event loop then lets it run before the next call, so no input, however little of
+        it is events, holds the loop longer than a few slices take to parse.
 
         A demo's scripted stop (``cancel_after``) is applied as soon as that many events
         were fed. Errors end the session with status ERROR and a message.
         """
-        for _ in range(count):
+        taken = fed = slices = 0
+        while taken < count:
             if self.status.done:
-                return
+                return taken
             if self.position < self.total and not self._stop_due():
                 event = next(self._events, None)
+                while isinstance(event, Slice):
+                    slices += 1
+                    if sliced and (slices >= SLICES_PER_STEP or not fed):
+                        return taken
+                    event = next(self._events, None)
                 self.progressed()
                 if self.position == 0:
                     self.pending.controls = True  # the first event: ◀ Back becomes possible
@@ -237,18 +251,21 @@ class Session:
                     self.position = self.total
                 else:
                     self.position += 1
+                    fed += 1
                     self.virtual_t += 1.0 / self.rate
                     self._guard(partial(self.pipeline.feed, event))
                     if self.status.done:
-                        return
+                        return taken + 1
+            taken += 1
             if self._stop_due():
                 self.cancel("user stop by the demo script")
-                return
+                return taken
             if self.position >= self.total:
                 self._guard(self.pipeline.close)
                 if not self.status.done:
                     self.set_status(Status.FINISHED)
-                return
+                return taken
+        return taken
 
     def _stop_due(self) -> bool:
         return self.source.cancel_after is not None and self.position >= self.source.cancel_after

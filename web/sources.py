@@ -21,6 +21,7 @@ from typing import Any, Literal
 from assembler.capture import CaptureError, ProviderEvent, iter_capture
 from assembler.config import AssembleConfig
 from assembler.demos import DEMOS, Demo
+from assembler.intake import PushDecoder
 from assembler.jsontext import rebuild
 from assembler.model import escape_surrogates
 from assembler.pipeline import Pipeline
@@ -36,6 +37,23 @@ CAPTURE_SUFFIXES = (".sse", ".jsonl")
 TOOLS_SUFFIX = ".tools.json"
 #: Bytes handed to the capture reader at a time when replaying.
 READ_CHUNK = 64 * 1024
+#: Bytes of input in one slice of a replay (:func:`iter_sliced`): a slice of the densest
+#: input (a comment line, or an event that is not JSON, per few bytes) parses in tens of
+#: milliseconds (benchmarks/stall_probe.py).
+REPLAY_SLICE = 16 * 1024
+
+
+class Slice:
+    """The marker :func:`iter_sliced` yields after each slice of input it read."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SLICE"
+
+
+#: See :class:`Slice`.
+SLICE = Slice()
 
 
 def tools_path(capture: Path) -> Path:
@@ -102,6 +120,11 @@ class LoadedSource:
     def iter_events(self) -> Iterator[ProviderEvent]:
         """The provider events, parsed as they are read (a fresh iterator each call)."""
         return iter_events(self.data, self.name)
+
+    def iter_slices(self) -> Iterator[ProviderEvent | Slice]:
+        """The provider events with :data:`SLICE` after each slice of input read
+        (:func:`iter_sliced`): what a replay on the event loop steps through."""
+        return iter_sliced(self.data, self.name)
 
     def registry(self) -> ToolRegistry | None:
         """The registry of ``tools`` (None without tools); raises :class:`RegistryError`."""
@@ -172,6 +195,19 @@ def iter_events(data: bytes, name: str) -> Iterator[ProviderEvent]:
     """Provider events of ``data``, read in :data:`READ_CHUNK` pieces (bounded memory)."""
     view = memoryview(data)
     return iter_capture((bytes(view[i : i + READ_CHUNK]) for i in range(0, len(data), READ_CHUNK)), name)
+
+
+def iter_sliced(data: bytes, name: str, size: int = REPLAY_SLICE) -> Iterator[ProviderEvent | Slice]:
+    """The provider events of ``data`` (as :func:`iter_events`), with :data:`SLICE` after
+    each ``size`` bytes of input read: a caller on the event loop stops at a marker and yields,
+    so no input holds the loop for more than one slice's parsing, whatever its shape
+    (megabytes of blank or comment lines before one event, say)."""
+    decoder = PushDecoder(name)
+    view = memoryview(data)
+    for i in range(0, len(data), size):
+        yield from decoder.feed(bytes(view[i : i + size]))
+        yield SLICE
+    yield from decoder.close()
 
 
 def check(data: bytes, name: str, config: AssembleConfig, registry: ToolRegistry | None) -> tuple[int, str | None]:

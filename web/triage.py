@@ -33,6 +33,7 @@ from . import breakpoint, glossary
 from .mask_values import hide_values
 from .session import Card, Session
 from .sources import LoadedSource, iter_events
+from .bulk import is_blank  # after the rest: a whole-input check in pieces
 
 log = logging.getLogger("toollatch.web")
 
@@ -155,7 +156,7 @@ def assemble_source(source: LoadedSource, config: Any) -> list[StreamResult]:
     streams when there is nothing to assemble yet (a live source before its first event,
     or a non-streaming body not yet whole or not readable)."""
     data = source.stream_data
-    if not data.strip():
+    if is_blank(data):
         return []
     pipeline = Pipeline(config=config, registry=source.registry(), name=source.name, clock=lambda: 0.0, progress_events=False)
     for event in iter_events(data, source.name):
