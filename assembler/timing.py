@@ -122,6 +122,17 @@ class ChunkTimes:
             ends.append(size if i == len(self.ends) - 1 else min(size, max(ends[-1] if ends else 0, round(end * scale))))
         return ChunkTimes(ends, array("d", self.times), self.first_byte_s)
 
+    def cut(self, size: int) -> ChunkTimes:
+        """These times for the first ``size`` bytes only (a body cut short: its readable part)."""
+        if size >= self.size:
+            return self
+        k = bisect_left(self.ends, size)
+        ends, times = array("Q", self.ends[:k]), array("d", self.times[:k])
+        if size > (ends[-1] if ends else 0):
+            ends.append(size)
+            times.append(self.times[k])
+        return ChunkTimes(ends, times, self.first_byte_s)
+
     def split(self, body: bytes) -> Iterator[tuple[float, bytes]]:
         """``(seconds, bytes)`` per chunk of ``body`` (:meth:`fit` to its length first)."""
         fitted = self.fit(len(body))

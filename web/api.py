@@ -24,6 +24,7 @@ from assembler.untrusted import parse_json
 from .replay import MAX_RATE, MIN_RATE, SessionStore
 from .settings import FULL_SPEED, Settings, parse_speed
 from .sources import SourceError, capture_list, demo_list, load_capture, load_demo
+from .timing import session_timing
 from .triage_routes import session_triage
 
 
@@ -74,7 +75,8 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
         if found is None:
             return JSONResponse({"error": f"no session {sid!r}"}, status_code=404)
         triage = await session_triage(found, request.app.state.sources)  # diagnoses, naive lane, exports
-        return DocumentResponse({**found.to_json(), "watchers": store.watchers(found), "delivery": store.delivery(found), "triage": triage})
+        timing = await session_timing(found)  # a thread: the timed pass assembles the stream once more
+        return DocumentResponse({**found.to_json(), "watchers": store.watchers(found), "delivery": store.delivery(found), "triage": triage, "timing": timing})
 
     @router.post("/sessions")
     async def create(request: Request) -> JSONResponse:

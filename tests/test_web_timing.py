@@ -1,0 +1,89 @@
+"""The timing lens and timed recordings on a real server: proxied from the mock, downloaded
+as HAR with chunk times, uploaded again (web.timing, web.live_routes, web.ingest)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from assembler.demos import DEMOS
+from assembler.har import read_har
+from web import Settings, create_app
+
+from .test_live_server import finished, live_count, newest_live, serve, session_doc, wait_for
+
+DELAY = 0.05
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    settings = Settings(mock_delay=0.0, data_dir=tmp_path_factory.mktemp("timing-data"), replay_rate=1000.0)
+    with serve(create_app(settings)) as url:
+        yield url
+
+
+def proxied(base: str, model: str = "single", query: str = f"delay={DELAY}") -> dict[str, Any]:
+    before = live_count(base)
+    body = {"model": model, "stream": True, "messages": [{"role": "user", "content": "go"}], "tools": DEMOS[f"openai-{model}"].tools}
+    httpx.post(f"{base}/proxy/openai/v1/chat/completions?{query}", json=body, timeout=30).raise_for_status()
+    return finished(base, newest_live(base, before))
+
+
+def upload(base: str, name: str, data: bytes) -> dict[str, Any]:
+    response = httpx.post(f"{base}/sessions/upload", files={"file": (name, data)}, data={"rate": "max"})
+    assert response.status_code == 303, response.text
+    sid = response.headers["location"].rsplit("/", 1)[1]
+    return wait_for(lambda: (d := session_doc(base, sid))["status"] == "finished" and d, what="the upload")
+
+
+def test_a_proxied_stream_has_a_duration_that_survives_download_and_upload(base: str) -> None:
+    doc = proxied(base)
+    timing = doc["timing"]
+    assert timing["recorded"] is True and timing["chunks"] > 3
+    writes = timing["chunks"] - 1  # the mock sleeps DELAY between writes: the duration is made of them
+    assert timing["duration_s"] > 0 and timing["gaps"]["p50_s"] > 0
+    assert 0.5 < timing["duration_s"] / (writes * DELAY) < 3  # a ratio, not a wall-clock threshold
+    assert timing["first_call_s"] is not None and [c["name"] for c in timing["commits"]] == [c["name"] for c in doc["calls"]]
+    assert timing["first_byte_s"] is not None and timing["idle_timeout"]["margin_s"] > 0
+    har = httpx.get(f"{base}/sessions/{doc['id']}/recording.har")
+    assert har.status_code == 200 and har.headers["content-disposition"].endswith('.har"')
+    entry = json.loads(har.content)["log"]["entries"][0]
+    assert len(entry["response"]["content"]["_chunks"]) == timing["chunks"]
+    assert entry["request"]["headers"] == [] and "messages" not in entry["request"]["postData"]["text"]
+    again = upload(base, "rec.har", har.content)
+    assert again["timing"]["recorded"] is True
+    assert again["timing"]["duration_s"] == pytest.approx(timing["duration_s"], rel=0.2)
+    assert [c["name"] for c in again["timing"]["commits"]] == [c["name"] for c in timing["commits"]]
+    assert again["source"]["tools"] == doc["source"]["tools"]  # the HAR's request carries the tools
+    plain = httpx.get(f"{base}/sessions/{doc['id']}/recording")  # the plain .sse download stays
+    assert plain.headers["content-type"].startswith("text/event-stream")
+    assert plain.content == read_har(har.content, "r.har")[0].body
+
+
+def test_a_stall_is_marked(base: str) -> None:
+    doc = proxied(base, query="delay=0.3")
+    timing = doc["timing"]
+    assert timing["stalls_total"] == timing["chunks"] - 1 > 0
+    assert all(s["gap_s"] >= timing["stall_s"] for s in timing["stalls"])
+
+
+def test_an_upload_without_times_says_so(base: str) -> None:
+    doc = proxied(base, query="delay=0")
+    plain = httpx.get(f"{base}/sessions/{doc['id']}/recording").content
+    again = upload(base, "rec.sse", plain)
+    assert again["timing"]["recorded"] is False and "duration_s" not in again["timing"]
+
+
+def test_a_redacted_recording_keeps_its_chunk_times(base: str) -> None:
+    doc = proxied(base, model="invalid")
+    assert doc["live"]["recording_download"] == "redacted"
+    har = httpx.get(f"{base}/sessions/{doc['id']}/recording.har")
+    entry = json.loads(har.content)["log"]["entries"][0]
+    assert "redacted" in entry["comment"]
+    assert len(entry["response"]["content"]["_chunks"]) == doc["timing"]["chunks"]
+    (stream,) = read_har(har.content, "r.har")
+    assert stream.times is not None and stream.times.duration_s == pytest.approx(doc["timing"]["duration_s"], rel=0.01)
