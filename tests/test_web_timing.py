@@ -87,3 +87,13 @@ def test_a_redacted_recording_keeps_its_chunk_times(base: str) -> None:
     assert len(entry["response"]["content"]["_chunks"]) == doc["timing"]["chunks"]
     (stream,) = read_har(har.content, "r.har")
     assert stream.times is not None and stream.times.duration_s == pytest.approx(doc["timing"]["duration_s"], rel=0.01)
+
+
+def test_the_session_page_shows_the_timing_lens(base: str) -> None:
+    doc = proxied(base, query="delay=0.3")
+    page = httpx.get(f"{base}/sessions/{doc['id']}").text
+    assert 'id="timing"' in page and "Duration" in page and f"{doc['timing']['duration_s']:.3f} s" in page
+    assert f"<strong>{doc['timing']['stalls_total']}</strong> gaps ≥ 250 ms" in page
+    assert f'href="/sessions/{doc["id"]}/recording.har"' in page
+    plain = upload(base, "rec.sse", httpx.get(f"{base}/sessions/{doc['id']}/recording").content)
+    assert "Not recorded: this source holds no chunk arrival times" in httpx.get(f"{base}/sessions/{plain['id']}").text

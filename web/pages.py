@@ -29,6 +29,7 @@ from .replay import MAX_RATE, MIN_RATE, SessionStore
 from .session import Session
 from .settings import MAX_SPEED, MIN_SPEED, Settings
 from .sources import SourceError, capture_list, demo_list, load_capture, load_demo
+from .timing import session_timing
 from .triage_routes import session_triage
 
 log = logging.getLogger("toollatch.web")
@@ -109,7 +110,8 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
         if session is None:
             return error_page("Session not found", f"There is no session {sid!r}; it may have expired.", 404)
         triage = await session_triage(session, request.app.state.sources)
-        return HTMLResponse(renderer.page("session.html", **renderer.session_context(session), oob=False, t=triage))
+        timing = await session_timing(session)
+        return HTMLResponse(renderer.page("session.html", **renderer.session_context(session), oob=False, t=triage, timing=timing))
 
     @router.post("/sessions/{sid}/control")
     async def control(sid: str, request: Request) -> Response:
