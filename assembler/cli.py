@@ -54,6 +54,8 @@ def run_assemble(args: argparse.Namespace) -> int:
     if args.json:
         streams = [{"source": name, **r.to_json(), "history": build_history(r)} for name, r in sourced]
         doc: dict[str, Any] = {"source": "<stdin>" if args.path == "-" else str(path), "streams": streams}
+        if args.path != "-":
+            doc["timing"] = _timings(path, config)
         _write(jsontext.dumps(doc, indent=1, allow_nan=False) + "\n")
     elif args.history:
         histories = [build_history(r) for r in results]
@@ -61,6 +63,31 @@ def run_assemble(args: argparse.Namespace) -> int:
     else:
         _write(format_table(results))
     return 0
+
+
+def _timings(path: Path, config: AssembleConfig) -> list[dict[str, Any]]:
+    """The timing lens of each streaming entry of a HAR file (:mod:`assembler.timing`;
+    ``{"recorded": false}`` for an entry without ``_chunks``), or of a plain capture
+    (which holds no times: one ``{"recorded": false}``)."""
+    from .har import read_har
+    from .timing import timed_pass, timing_lens
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    if not is_har(data[:SNIFF]):
+        return [timing_lens(None, why="a plain capture holds no chunk arrival times: none are invented")]
+    out = []
+    for entry in read_har(data, str(path)):
+        try:
+            registry = ToolRegistry.from_tools(entry.tools).ensure_usable() if entry.tools else None
+        except RegistryError:
+            registry = None  # assembling the file already said why
+        found = timed_pass(entry.times.split(entry.body), entry.name, config=config, registry=registry) if entry.times is not None else None
+        doc = timing_lens(entry.times, found, idle_timeout_s=config.assemble_idle_timeout_s, why="this HAR entry has no _chunks timing")
+        out.append({"source": entry.name, **doc})
+    return out
 
 
 def _write(text: str) -> None:

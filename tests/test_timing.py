@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -90,3 +91,20 @@ def test_har_chunks_that_do_not_join_to_the_body_are_named() -> None:
 def test_har_without_chunks_has_no_times() -> None:
     (entry,) = read_har(write_har(CALL, None, url="http://u/v1/chat/completions"), "r.har")
     assert entry.times is None and entry.body == CALL
+
+
+def test_assemble_reads_a_timed_har_on_its_recorded_clock(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from assembler.cli import main
+
+    har = tmp_path / "rec.har"
+    har.write_bytes(write_har(CALL, ChunkTimes.from_chunks(_chunks([0.0, 0.1, 0.7, 0.75])), url="http://u/v1/chat/completions"))
+    assert main(["assemble", str(har), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (timing,) = doc["timing"]
+    assert timing["recorded"] and timing["duration_s"] == 0.75 and timing["stalls_total"] == 1
+    (call,) = doc["streams"][0]["calls"]
+    assert call["state"] == "committed"
+    plain = tmp_path / "rec.sse"
+    plain.write_bytes(CALL)
+    assert main(["assemble", str(plain), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["timing"] == [{"recorded": False, "why": "a plain capture holds no chunk arrival times: none are invented"}]
