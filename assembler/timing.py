@@ -171,6 +171,22 @@ class ChunkTimes:
         return cls(ends, times, float(first) if isinstance(first, (int, float)) and not isinstance(first, bool) else None)
 
 
+def event_times(chunks: Iterable[tuple[float, bytes]], name: str = "<input>") -> array:  # type: ignore[type-arg]
+    """Seconds at which each provider event of timed chunks was complete (the arrival of its
+    last byte), in event order: the schedule of a replay at recorded pace. Decoding only
+    (no assembly); a decoding fault ends the list there."""
+    out = array("d")
+    decoder = PushDecoder(name)
+    t = 0.0
+    try:
+        for t, data in chunks:
+            out.extend([t] * len(decoder.feed(data)))
+        out.extend([t] * len(decoder.close()))
+    except CaptureError:
+        pass
+    return out
+
+
 @dataclass
 class TimedPass:
     """What :func:`timed_pass` found, in recorded seconds since the first byte:
@@ -288,4 +304,4 @@ def timing_lens(times: ChunkTimes | None, found: TimedPass | None = None, *, idl
     return doc
 
 
-__all__ = ["MAX_STALLS_LISTED", "STALL_S", "ChunkTimes", "TimedPass", "TimingError", "timed_pass", "timing_lens"]
+__all__ = ["MAX_STALLS_LISTED", "STALL_S", "ChunkTimes", "TimedPass", "TimingError", "event_times", "timed_pass", "timing_lens"]

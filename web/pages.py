@@ -120,6 +120,7 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
             return error_page("Session not found", f"There is no session {sid!r}; it may have expired.", 404)
         async with request.form(max_files=0, max_fields=_MAX_FORM_FIELDS) as form:
             action, raw_rate, raw_speed, raw_position = form.get("action"), form.get("rate"), form.get("speed"), form.get("position")
+            pace = form.get("pace")
         simple = {
             "play": store.play,
             "pause": store.pause,
@@ -129,6 +130,10 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
             "restart": store.restart,
             "cancel": store.cancel,
         }
+        if action == "pace":  # the recorded pace, or back to the base rate
+            store.set_pace(session, pace == "recorded")
+            store.flush(session)
+            return Response(status_code=204) if request.headers.get("hx-request") == "true" else RedirectResponse(f"/sessions/{sid}", status_code=303)
         if action not in (*simple, "seek", "rate", "speed"):
             return error_page("Unknown control", f"Unknown action {action!r}.", 400)
         # Not a number: 400. A number out of range: clamped, and the page says so.
