@@ -274,7 +274,16 @@ def run_mock(args: argparse.Namespace) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"toollatch: warning: binding {args.host}: the mock is meant for loopback only", file=sys.stderr)
     hosts = ["localhost", "127.0.0.1", "::1", "[::1]", args.host]
-    app = create_mock_app(MockProvider(captures, delay, args.rechunk), hosts)
+    provider = MockProvider(captures, delay, args.rechunk)
+    for recording in args.recording or []:
+        try:
+            names = provider.add_recording(Path(recording))
+        except OSError as exc:
+            return _fail(f"--recording {recording}: cannot read: {exc.strerror}")
+        except CaptureError as exc:
+            return _fail(f"--recording {recording}: {exc}")
+        print(f"toollatch mock: serving {', '.join(names)} at its recorded pace (and for any model that is no scenario)", file=sys.stderr)
+    app = create_mock_app(provider, hosts)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
 
@@ -354,6 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     mck.add_argument("--port", type=int, default=8766, help="port (default: 8766)")
     mck.add_argument("--captures", help="folder of captures it also serves (default: $TOOLLATCH_SHARED/captures if present)")
     mck.add_argument("--delay", type=float, help="seconds between writes (default $TOOLLATCH_MOCK_DELAY or 0.02)")
+    mck.add_argument("--recording", action="append", metavar="FILE", help="serve a recording (a .har download with chunk times: at its recorded pace; a plain capture: at --delay) by its name, and for any model that is no scenario (repeatable)")
     mck.add_argument("--rechunk", type=int, metavar="SEED", help="re-chunk bodies at random byte positions (seeded; default: one provider event a write)")
     mck.set_defaults(func=run_mock)
     return parser

@@ -16,6 +16,13 @@ Errors use each provider's own error shape. Query parameters (the SDKs' ``defaul
 byte positions, 1–64 bytes a write), ``drop`` (drop the connection after that many writes)
 and ``status`` (answer with that HTTP error status instead).
 
+Recordings (``toollatch mock --recording FILE``, :meth:`MockProvider.add_recording`): a
+HAR with the ``_chunks`` timing extension (a dashboard recording's ``.har`` download) is
+served chunk for chunk at its *recorded pace*, each chunk when its recorded second comes
+(``?delay=`` paces it evenly instead); a plain capture at ``delay``. A recording is asked for
+by its name, and answers any model that is no scenario or capture, so an agent pointed at
+the mock with its own model name gets the recorded stream, with its timing.
+
 :class:`MockProvider` builds the replies; :func:`build_router` serves them over HTTP and
 :class:`MockTransport` hands them to an ``httpx.AsyncClient`` in-process, streaming, so the
 proxy talks to the mock exactly as to a remote upstream.
@@ -38,6 +45,7 @@ from starlette.types import Receive, Scope, Send
 
 from assembler.capture import DONE, CaptureError, iter_capture
 from assembler.dialects import detect
+from assembler.har import is_har, read_har
 from assembler.mockwire import (
     MOCK_DIALECTS,
     MockDialect,
@@ -96,6 +104,47 @@ async def _paced(pieces: list[bytes], delay: float, drop: int | None, open_strea
             open_streams[0] -= 1
 
 
+async def _timed(pieces: list[tuple[float, bytes]], drop: int | None, open_streams: list[int] | None = None) -> AsyncIterator[bytes]:
+    """``(seconds, bytes)`` pieces, each written when its recorded second comes (from the first write)."""
+    if open_streams is not None:
+        open_streams[0] += 1
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    try:
+        for n, (t, piece) in enumerate(pieces):
+            if drop is not None and n >= drop:
+                raise MockDrop(f"mock dropped the connection after {drop} writes")
+            await asyncio.sleep(max(0.0, start + t - loop.time()))
+            yield piece
+    finally:
+        if open_streams is not None:
+            open_streams[0] -= 1
+
+
+def read_recording(path: Path) -> list[tuple[str, str | None, list[tuple[float, bytes]], bool]]:
+    """``(name, dialect, timed pieces, timed)`` per stream of a recording file: each
+    streaming entry of a HAR (its ``_chunks`` times when present), or the file as one plain
+    capture (one provider event a piece, untimed). Raises :class:`CaptureError` or ``OSError``."""
+    data = path.read_bytes()
+    if is_har(data[:4096]):
+        out = []
+        for entry in read_har(data, path.name):
+            pieces = list(entry.times.split(entry.body)) if entry.times is not None else [(0.0, p) for p in split_events(entry.body)]
+            out.append((entry.name, _dialect_of(entry.body, entry.name), pieces, entry.times is not None))
+        if not out:
+            raise CaptureError(f"{path.name}: the HAR export has no streaming entry")
+        return out
+    return [(path.name, _dialect_of(data, path.name), [(0.0, p) for p in split_events(data)], False)]
+
+
+def _dialect_of(body: bytes, name: str) -> str | None:
+    for n, event in enumerate(iter_capture([body], name)):
+        found = detect(event)
+        if found is not None or n > 64:
+            return found
+    return None
+
+
 def _error(dialect: MockDialect, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None) -> MockReply:
     """An error in the provider's own shape."""
     if dialect == "anthropic":
@@ -127,13 +176,23 @@ class MockProvider:
     _capture_dialects: dict[str, tuple[float, str | None]] = field(default_factory=dict)
     #: bodies being written right now (one counter in a list, shared with the generators)
     open_streams: list[int] = field(default_factory=lambda: [0])
+    #: name → (dialect, timed pieces, timed): served at their recorded pace (:meth:`add_recording`)
+    recordings: dict[str, tuple[str | None, list[tuple[float, bytes]], bool]] = field(default_factory=dict)
+
+    def add_recording(self, path: Path) -> list[str]:
+        """Serve the streams of a recording file (:func:`read_recording`); returns their names."""
+        names = []
+        for name, dialect, pieces, timed in read_recording(path):
+            self.recordings[name] = (dialect, pieces, timed)
+            names.append(name)
+        return names
 
     # ------------------------------------------------------------------ what is served
 
     def scenarios(self) -> list[str]:
         """Demo scenario names, then every capture servable here (a mock dialect)."""
         captures = [c.path for c in capture_list(self.captures_dir) if self.capture_dialect(c.path) in MOCK_DIALECTS]
-        return scenario_names() + captures
+        return scenario_names() + captures + list(self.recordings)
 
     def capture_dialect(self, rel: str) -> str | None:
         """The dialect of a listed capture, from its first events (cached by mtime)."""
@@ -194,6 +253,17 @@ class MockProvider:
         seed = self.rechunk if seed is None else seed
         drop = _number(query.get("drop"), int)
         stream = request.get("stream") is True
+        recording = self._recording(model)
+        if recording is not None:
+            own, timed_pieces, timed = recording
+            if own != dialect:
+                return _error(dialect, 400, f"The recording is a {own or 'unrecognised'} stream: ask for it at {_DIALECT_ENDPOINT.get(own, 'its own endpoint')}.", code="wrong_endpoint")  # type: ignore[arg-type]
+            if not stream:
+                return _error(dialect, 400, 'The recording is a recorded stream: send "stream": true.', code="wrong_endpoint")
+            recorded_pace = timed and query.get("delay") is None
+            log.info("mock: recording for %r (%d writes, %s)", model, len(timed_pieces), "recorded pace" if recorded_pace else f"{delay}s apart")
+            chunks = _timed(timed_pieces, drop, self.open_streams) if recorded_pace else _paced([p for _, p in timed_pieces], delay, drop, self.open_streams)
+            return MockReply(200, {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}, chunks)
         try:
             pieces = self._pieces(model, dialect, stream)
         except ScenarioError:
@@ -206,6 +276,15 @@ class MockProvider:
         content_type = "text/event-stream; charset=utf-8" if stream else "application/json"
         log.info("mock: %s %s (%s, %d writes)", dialect, model, "stream" if stream else "json", len(pieces))
         return MockReply(200, {"content-type": content_type, "cache-control": "no-cache"}, _paced(pieces, delay, drop, self.open_streams))
+
+    def _recording(self, model: str) -> tuple[str | None, list[tuple[float, bytes]], bool] | None:
+        """The recording ``model`` names, or the first recording for a model that is no
+        scenario or capture (an agent's own model name); None without recordings."""
+        if model in self.recordings:
+            return self.recordings[model]
+        if not self.recordings or model in scenario_names() or model in {c.path for c in capture_list(self.captures_dir)}:
+            return None
+        return next(iter(self.recordings.values()))
 
     def _pieces(self, model: str, dialect: MockDialect, stream: bool) -> list[bytes]:
         if model in scenario_names():
