@@ -278,6 +278,7 @@ def timing_lens(times: ChunkTimes | None, found: TimedPass | None = None, *, idl
     stalls = [i for i, g in enumerate(gaps) if g >= STALL_S]
     doc: dict[str, Any] = {
         "recorded": True,
+        "basis": "chunks",
         "duration_s": r(times.duration_s),
         "first_byte_s": None if times.first_byte_s is None else r(times.first_byte_s),
         "chunks": len(times),

@@ -97,3 +97,42 @@ def test_the_session_page_shows_the_timing_lens(base: str) -> None:
     assert f'href="/sessions/{doc["id"]}/recording.har"' in page
     plain = upload(base, "rec.sse", httpx.get(f"{base}/sessions/{doc['id']}/recording").content)
     assert "Not recorded: this source holds no chunk arrival times" in httpx.get(f"{base}/sessions/{plain['id']}").text
+
+
+def test_a_direct_connection_is_timed_too(tmp_path_factory: pytest.TempPathFactory) -> None:
+    settings = Settings(mock_delay=DELAY, data_dir=tmp_path_factory.mktemp("connect-data"))
+    with serve(create_app(settings)) as url:
+        before = live_count(url)
+        form = {"upstream": "mock", "api": "chat", "model": "single", "tools": "", "prompt": "go"}
+        assert httpx.post(url + "/connect", data=form).status_code == 303
+        doc = finished(url, newest_live(url, before))
+    timing = doc["timing"]
+    assert timing["recorded"] and timing["basis"] == "chunks" and timing["chunks"] > 3
+    assert 0.5 < timing["duration_s"] / ((timing["chunks"] - 1) * DELAY) < 3
+    assert [c["name"] for c in timing["commits"]] == [c["name"] for c in doc["calls"]]
+
+
+def test_a_mirrored_session_is_timed_by_its_assembly_events(base: str) -> None:
+    import time
+
+    from assembler import latch
+    from assembler.mockwire import scenario_events
+
+    events = scenario_events("parallel", "openai-chat")
+
+    def slow() -> Iterator[bytes]:
+        for event in events:
+            time.sleep(DELAY)
+            yield event
+
+    s = latch(slow(), dashboard=base)
+    for _ in s:
+        pass
+    mirror = s._mirror  # type: ignore[attr-defined]
+    assert mirror.done.wait(10) and mirror.session
+    doc = wait_for(lambda: (d := session_doc(base, mirror.session))["status"] != "playing" and d, what="the mirrored session's end")
+    timing = doc["timing"]
+    assert timing["recorded"] and timing["basis"] == "assembly events" and timing["bytes"] is None
+    assert sorted(c["name"] for c in timing["commits"]) == ["get_weather", "run_sql"]
+    assert timing["first_call_s"] is not None and timing["first_call_s"] < timing["commits"][0]["t"] <= timing["duration_s"]
+    assert 0.3 < timing["duration_s"] / ((len(events) - 1) * DELAY) < 3

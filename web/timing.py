@@ -4,8 +4,10 @@
 the event loop (a thread: the timed pass assembles the stream once more), and keeps it
 once the session's stream is complete. A live session's times are those its chunks
 arrived at the proxy (or the direct connection); a replayed recording's or HAR upload's,
-the times it was recorded with. A source without times (a plain ``.sse`` upload, a demo, a
-mirrored session, which carries no bytes) says so instead of inventing them.
+the times it was recorded with; a mirrored session (``latch(..., dashboard=)``), which
+carries no bytes across the redaction boundary, its assembly events' times on the agent's
+clock (``basis: "assembly events"``). A source without times (a plain ``.sse`` upload, a
+demo) says so instead of inventing them.
 
 :func:`recording_har` is a recording's download as a HAR 1.2 file with each chunk's
 arrival time in ``response.content._chunks`` (:mod:`assembler.har`): the bytes as received
@@ -19,6 +21,7 @@ import asyncio
 from typing import Any
 
 from assembler.har import write_har
+from assembler.model import CallState
 from assembler.timing import ChunkTimes, TimedPass, timed_pass, timing_lens
 
 from .live import LiveSession
@@ -30,8 +33,8 @@ def _inputs(session: Session) -> tuple[ChunkTimes | None, bytes, str | None]:
     """``(times, body, why none)`` of a session's stream."""
     if isinstance(session, LiveSession):
         src = session.live_source
-        if src.mirrored:
-            return None, b"", "a mirrored session carries no bytes, so no chunk times: the agent's own latch assembled them"
+        if src.mirrored and not len(src.times):
+            return None, b"", "no assembly event has arrived from the agent yet"
         if not len(src.times):
             return None, b"", "no byte has arrived yet"
         times = ChunkTimes(src.times.ends[:], src.times.times[:], src.times.first_byte_s)  # a copy: the stream may go on
@@ -47,12 +50,37 @@ def compute_timing(session: Session, times: ChunkTimes | None, body: bytes, why:
     if times is None:
         return timing_lens(None, why=why)
     found: TimedPass | None = None
+    if isinstance(session, LiveSession) and session.live_source.mirrored:
+        return _mirrored(session, times)
     if body:
         registry = session.source.registry() if hasattr(session.source, "registry") else None
         found = timed_pass(times.split(body), session.source.name, config=session.config, registry=registry)
     doc = timing_lens(times, found, idle_timeout_s=session.config.assemble_idle_timeout_s)
     if not body:
         doc["calls_timed"] = False  # the stream is still arriving: calls are timed once it ends
+    return doc
+
+
+def _mirrored(session: LiveSession, times: ChunkTimes) -> dict[str, Any]:
+    """A mirrored session's lens: no bytes cross, so its times are its assembly events' on
+    the agent's clock (``basis: "assembly events"``; ``chunks`` counts events, no ``bytes``)."""
+    starts: list[float] = getattr(session, "stream_starts", [])
+    found = TimedPass()
+    opens, commits = [], []
+    for i, result in enumerate(session.pipeline.results()):
+        t0 = starts[i] if i < len(starts) else 0.0
+        for call in result.calls:
+            if call.transitions:
+                first, last = call.transitions[0].t + t0, call.transitions[-1].t + t0
+                opens.append(first)
+                found.open_spans.append((first, last))
+            commit = next((m.t for m in call.transitions if m.state is CallState.COMMITTED), None)
+            if commit is not None:
+                commits.append((commit + t0, call.call_id, call.name))
+    found.first_call_s = min(opens) if opens else None
+    found.commits = [{"call_id": c, "name": n, "t": round(t, 4)} for t, c, n in sorted(commits, key=lambda x: x[0])]
+    doc = timing_lens(times, found, idle_timeout_s=session.config.assemble_idle_timeout_s)
+    doc.update(basis="assembly events", bytes=None, first_byte_s=None)
     return doc
 
 
