@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from assembler.demos import DEMOS
-from assembler.har import read_har
+from assembler.har import read_har, write_har
 from web import Settings, create_app
 
 from .test_live_server import finished, live_count, newest_live, serve, session_doc, wait_for
@@ -136,3 +136,20 @@ def test_a_mirrored_session_is_timed_by_its_assembly_events(base: str) -> None:
     assert sorted(c["name"] for c in timing["commits"]) == ["get_weather", "run_sql"]
     assert timing["first_call_s"] is not None and timing["first_call_s"] < timing["commits"][0]["t"] <= timing["duration_s"]
     assert 0.3 < timing["duration_s"] / ((len(events) - 1) * DELAY) < 3
+
+
+def test_an_uploaded_har_replays_at_its_recorded_pace_unless_a_rate_is_chosen(base: str) -> None:
+    from assembler.timing import ChunkTimes
+
+    from .test_timing import CALL, _chunks
+
+    har = write_har(CALL, ChunkTimes.from_chunks(_chunks([0.0, 0.01, 0.02, 0.03])), url="http://u/v1/chat/completions")
+    assert '<option value="recorded" selected>' in httpx.get(base + "/").text
+
+    def pace(rate: str) -> str:
+        response = httpx.post(f"{base}/sessions/upload", files={"file": ("t.har", har)}, data={"rate": rate})
+        sid = response.headers["location"].rsplit("/", 1)[1]
+        return str(session_doc(base, sid)["pace"])
+
+    assert pace("recorded") == "recorded"
+    assert pace("20") == "rate"
