@@ -45,7 +45,6 @@ from starlette.types import Receive, Scope, Send
 
 from assembler.capture import DONE, CaptureError, iter_capture
 from assembler.dialects import detect
-from assembler.har import is_har, read_har
 from assembler.mockwire import (
     MOCK_DIALECTS,
     MockDialect,
@@ -59,6 +58,7 @@ from assembler.mockwire import (
 )
 from assembler.untrusted import parse_json
 
+from .mock_recording import read_recording
 from .sources import capture_list
 
 log = logging.getLogger("toollatch.mock")
@@ -119,30 +119,6 @@ async def _timed(pieces: list[tuple[float, bytes]], drop: int | None, open_strea
     finally:
         if open_streams is not None:
             open_streams[0] -= 1
-
-
-def read_recording(path: Path) -> list[tuple[str, str | None, list[tuple[float, bytes]], bool]]:
-    """``(name, dialect, timed pieces, timed)`` per stream of a recording file: each
-    streaming entry of a HAR (its ``_chunks`` times when present), or the file as one plain
-    capture (one provider event a piece, untimed). Raises :class:`CaptureError` or ``OSError``."""
-    data = path.read_bytes()
-    if is_har(data[:4096]):
-        out = []
-        for entry in read_har(data, path.name):
-            pieces = list(entry.times.split(entry.body)) if entry.times is not None else [(0.0, p) for p in split_events(entry.body)]
-            out.append((entry.name, _dialect_of(entry.body, entry.name), pieces, entry.times is not None))
-        if not out:
-            raise CaptureError(f"{path.name}: the HAR export has no streaming entry")
-        return out
-    return [(path.name, _dialect_of(data, path.name), [(0.0, p) for p in split_events(data)], False)]
-
-
-def _dialect_of(body: bytes, name: str) -> str | None:
-    for n, event in enumerate(iter_capture([body], name)):
-        found = detect(event)
-        if found is not None or n > 64:
-            return found
-    return None
 
 
 def _error(dialect: MockDialect, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None) -> MockReply:

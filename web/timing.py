@@ -56,7 +56,7 @@ def compute_timing(session: Session, times: ChunkTimes | None, body: bytes, why:
         registry = session.source.registry() if hasattr(session.source, "registry") else None
         found = timed_pass(times.split(body), session.source.name, config=session.config, registry=registry)
     doc = timing_lens(times, found, idle_timeout_s=session.config.assemble_idle_timeout_s)
-    if not body:
+    if not session.status.done and isinstance(session, LiveSession):
         doc["calls_timed"] = False  # the stream is still arriving: calls are timed once it ends
     return doc
 
