@@ -183,7 +183,7 @@ def write_har(
     if comment:
         entry["comment"] = comment
     doc = {"log": {"version": "1.2", "creator": {"name": "toollatch", "version": "1"}, "entries": [entry]}}
-    return json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8", "surrogatepass")
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
 
 
 def _timed_chunk(t: float, data: bytes) -> dict[str, Any]:
