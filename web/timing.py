@@ -89,10 +89,15 @@ async def session_timing(session: Session) -> dict[str, Any]:
     cached = getattr(session, "_timing_doc", None)
     if cached is not None:
         return cached
-    times, body, why = _inputs(session)
-    doc = await asyncio.to_thread(compute_timing, session, times, body, why)
+    running: asyncio.Future[dict[str, Any]] | None = getattr(session, "_timing_run", None)
+    if running is not None and not running.done():  # one computation at a time: the others wait for it
+        return await asyncio.shield(running)
     final = not isinstance(session, LiveSession) or session.status.done
-    if final and (times is None or body or isinstance(session, LiveSession)):
+    times, body, why = _inputs(session)
+    run = asyncio.ensure_future(asyncio.to_thread(compute_timing, session, times, body, why))
+    session._timing_run = run  # type: ignore[attr-defined]
+    doc = await asyncio.shield(run)
+    if final:
         session._timing_doc = doc  # type: ignore[attr-defined]
     return doc
 
