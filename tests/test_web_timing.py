@@ -59,6 +59,8 @@ def test_a_proxied_stream_has_a_duration_that_survives_download_and_upload(base:
     assert again["timing"]["duration_s"] == pytest.approx(timing["duration_s"], rel=0.2)
     assert [c["name"] for c in again["timing"]["commits"]] == [c["name"] for c in timing["commits"]]
     assert again["source"]["tools"] == doc["source"]["tools"]  # the HAR's request carries the tools
+    replay = httpx.post(f"{base}/recordings/{doc['live']['recording']}/replay", headers={"accept": "application/json"})
+    assert replay.status_code == 201 and replay.json()["pace"] == "recorded"  # a recording replays at its recorded pace
     plain = httpx.get(f"{base}/sessions/{doc['id']}/recording")  # the plain .sse download stays
     assert plain.headers["content-type"].startswith("text/event-stream")
     assert plain.content == read_har(har.content, "r.har")[0].body
