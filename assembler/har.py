@@ -13,7 +13,8 @@ HAR is one JSON document, so it is parsed whole (the file's size bounds memory).
 **Chunk timing extension.** HAR 1.2 keeps a response body whole; toollatch writes (and
 reads back) each chunk as it arrived in ``response.content._chunks`` (custom fields start
 with ``_``, as HAR 1.2 allows): ``[{"t": seconds since the first byte, "text": str} |
-{"t": ..., "base64": str}, ...]``, the chunks joined being ``content.text``.
+{"t": ..., "base64": str}, ...]``, the chunks joined being ``content.text``; the entry's
+``timings.wait`` (ms) is the time to first byte.
 :func:`write_har` makes such a file; :func:`read_har` returns the times in
 :attr:`HarStream.times` (None when an entry has no ``_chunks``; an entry whose chunks do
 not join to its body is an error naming it).
@@ -115,6 +116,9 @@ def read_har(data: bytes, name: str = "<input>") -> list[HarStream]:
         url = scrub_url(request.get("url"), limit=MAX_URL_KEPT) or "?"
         status = response.get("status") if isinstance(response.get("status"), int) else 0
         times = _chunk_times(content.get("_chunks"), body, f"{name}: entry {i}")
+        wait = entry["timings"].get("wait") if isinstance(entry.get("timings"), dict) else None
+        if times is not None and isinstance(wait, (int, float)) and not isinstance(wait, bool) and 0 <= wait < 1e12:
+            times.first_byte_s = wait / 1000  # HAR timings are in ms; -1 means not known
         streams.append(HarStream(f"{name}#entry{i}", method, url, status, body, tools, times))
     return streams
 

@@ -57,6 +57,7 @@ def test_a_proxied_stream_has_a_duration_that_survives_download_and_upload(base:
     again = upload(base, "rec.har", har.content)
     assert again["timing"]["recorded"] is True
     assert again["timing"]["duration_s"] == pytest.approx(timing["duration_s"], rel=0.2)
+    assert again["timing"]["first_byte_s"] == pytest.approx(timing["first_byte_s"], rel=0.01, abs=0.001)
     assert [c["name"] for c in again["timing"]["commits"]] == [c["name"] for c in timing["commits"]]
     assert again["source"]["tools"] == doc["source"]["tools"]  # the HAR's request carries the tools
     replay = httpx.post(f"{base}/recordings/{doc['live']['recording']}/replay", headers={"accept": "application/json"})
