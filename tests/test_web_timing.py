@@ -156,3 +156,21 @@ def test_an_uploaded_har_replays_at_its_recorded_pace_unless_a_rate_is_chosen(ba
 
     assert pace("recorded") == "recorded"
     assert pace("20") == "rate"
+
+
+def test_a_live_pages_timing_panel_polls_until_the_stream_ends(base: str) -> None:
+    import threading
+
+    before = live_count(base)
+    body = {"model": "parallel", "stream": True, "messages": [], "tools": DEMOS["openai-parallel"].tools}
+    thread = threading.Thread(target=lambda: httpx.post(f"{base}/proxy/openai/v1/chat/completions?delay=0.1", json=body, timeout=60))
+    thread.start()
+    sid = newest_live(base, before)
+    wait_for(lambda: session_doc(base, sid)["position"] >= 2, what="some events")
+    playing = httpx.get(f"{base}/sessions/{sid}/timing").text
+    thread.join(timeout=30)
+    doc = finished(base, sid)
+    done = httpx.get(f"{base}/sessions/{sid}/timing").text
+    assert 'hx-trigger="every 2s"' in playing and 'id="timing"' in playing
+    assert 'hx-trigger' not in done and f"{doc['timing']['duration_s']:.3f} s" in done
+    assert httpx.get(f"{base}/sessions/nope/timing").status_code == 404

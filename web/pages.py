@@ -113,6 +113,15 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
         timing = await session_timing(session)
         return HTMLResponse(renderer.page("session.html", **renderer.session_context(session), oob=False, t=triage, timing=timing))
 
+    @router.get("/sessions/{sid}/timing", response_class=HTMLResponse)
+    async def timing_panel(sid: str) -> HTMLResponse:
+        """The timing panel alone: a live session's page polls it until the stream ends."""
+        session = store.get(sid)
+        if session is None:
+            return error_page("Session not found", f"There is no session {sid!r}; it may have expired.", 404)
+        timing = await session_timing(session)
+        return HTMLResponse(renderer.page("partials/_timing.html", **renderer.session_context(session), timing=timing))
+
     @router.post("/sessions/{sid}/control")
     async def control(sid: str, request: Request) -> Response:
         session = store.get(sid)
