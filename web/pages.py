@@ -8,8 +8,9 @@ update. Every input problem becomes a page with a message and a 4xx status, neve
 
 Control actions (form field ``action``): ``play``, ``pause``, ``toggle``, ``step``,
 ``back``, ``seek`` (with ``position``, 0 … total events), ``restart``, ``cancel``,
-``rate`` (with ``rate``, base events/second) and ``speed`` (with ``speed``: 0.25 … 20 or
-``max``). A ``rate`` or ``speed`` field sent along with another action is applied too.
+``rate`` (with ``rate``, base events/second: leaves the recorded pace), ``pace`` (with
+``pace``: ``recorded`` or ``rate``; :mod:`web.timing`) and ``speed`` (with ``speed``: 0.25 …
+20 or ``max``). ``GET /sessions/{id}/timing`` is the timing panel alone. A ``rate`` or ``speed`` field sent along with another action is applied too.
 Values (:mod:`web.controls`): not a number is a ``400``; a number out of range is clamped,
 and the session page shows a notice saying so until the next control.
 """
