@@ -149,13 +149,17 @@ def test_an_uploaded_har_replays_at_its_recorded_pace_unless_a_rate_is_chosen(ba
     har = write_har(CALL, ChunkTimes.from_chunks(_chunks([0.0, 0.01, 0.02, 0.03])), url="http://u/v1/chat/completions")
     assert '<option value="recorded" selected>' in httpx.get(base + "/").text
 
-    def pace(rate: str) -> str:
+    def started(rate: str) -> str:
         response = httpx.post(f"{base}/sessions/upload", files={"file": ("t.har", har)}, data={"rate": rate})
-        sid = response.headers["location"].rsplit("/", 1)[1]
-        return str(session_doc(base, sid)["pace"])
+        return str(response.headers["location"].rsplit("/", 1)[1])
 
-    assert pace("recorded") == "recorded"
-    assert pace("20") == "rate"
+    recorded, rated = started("recorded"), started("20")
+    assert session_doc(base, recorded)["pace"] == "recorded"
+    assert session_doc(base, rated)["pace"] == "rate"
+    assert httpx.post(f"{base}/sessions/{rated}/control", data={"action": "pace", "pace": "recorded"}).status_code == 303
+    assert session_doc(base, rated)["pace"] == "recorded"
+    httpx.post(f"{base}/sessions/{rated}/control", data={"action": "pace", "pace": "rate"})
+    assert session_doc(base, rated)["pace"] == "rate"
 
 
 def test_a_live_pages_timing_panel_polls_until_the_stream_ends(base: str) -> None:
