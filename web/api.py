@@ -74,9 +74,9 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
         found = store.get(sid)
         if found is None:
             return JSONResponse({"error": f"no session {sid!r}"}, status_code=404)
+        await session_timing(found)  # in a thread (a timed pass); to_json carries it as "timing"
         triage = await session_triage(found, request.app.state.sources)  # diagnoses, naive lane, exports
-        timing = await session_timing(found)  # a thread: the timed pass assembles the stream once more
-        return DocumentResponse({**found.to_json(), "watchers": store.watchers(found), "delivery": store.delivery(found), "triage": triage, "timing": timing})
+        return DocumentResponse({**found.to_json(), "watchers": store.watchers(found), "delivery": store.delivery(found), "triage": triage})
 
     @router.post("/sessions")
     async def create(request: Request) -> JSONResponse:

@@ -163,6 +163,15 @@ class MockProvider:
             names.append(name)
         return names
 
+    def _recording(self, model: str) -> tuple[str | None, list[tuple[float, bytes]], bool] | None:
+        """The recording ``model`` names, or the first recording for a model that is no
+        scenario or capture (an agent's own model name); None without recordings."""
+        if model in self.recordings:
+            return self.recordings[model]
+        if not self.recordings or model in scenario_names() or model in {c.path for c in capture_list(self.captures_dir)}:
+            return None
+        return next(iter(self.recordings.values()))
+
     # ------------------------------------------------------------------ what is served
 
     def scenarios(self) -> list[str]:
@@ -252,15 +261,6 @@ class MockProvider:
         content_type = "text/event-stream; charset=utf-8" if stream else "application/json"
         log.info("mock: %s %s (%s, %d writes)", dialect, model, "stream" if stream else "json", len(pieces))
         return MockReply(200, {"content-type": content_type, "cache-control": "no-cache"}, _paced(pieces, delay, drop, self.open_streams))
-
-    def _recording(self, model: str) -> tuple[str | None, list[tuple[float, bytes]], bool] | None:
-        """The recording ``model`` names, or the first recording for a model that is no
-        scenario or capture (an agent's own model name); None without recordings."""
-        if model in self.recordings:
-            return self.recordings[model]
-        if not self.recordings or model in scenario_names() or model in {c.path for c in capture_list(self.captures_dir)}:
-            return None
-        return next(iter(self.recordings.values()))
 
     def _pieces(self, model: str, dialect: MockDialect, stream: bool) -> list[bytes]:
         if model in scenario_names():

@@ -87,6 +87,8 @@ class Session:
         self.recorded_pace = self.can_pace_recorded
         #: When each provider event was complete, in recorded seconds (set by the runner).
         self.event_times: Any = None
+        #: The last timing document computed (:func:`web.timing.session_timing`), or None.
+        self.timing_doc: dict[str, Any] | None = None
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -385,6 +387,7 @@ class Session:
             "total": self.total,
             "rate": self.rate,
             "pace": "recorded" if self.recorded_pace else "rate",
+            "timing": self.timing_doc,
             "speed": "max" if self.full_speed else self.speed,
             "effective_rate": None if self.full_speed else self.effective_rate,
             "dialect": self.pipeline.dialect,

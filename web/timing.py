@@ -97,6 +97,7 @@ async def session_timing(session: Session) -> dict[str, Any]:
     run = asyncio.ensure_future(asyncio.to_thread(compute_timing, session, times, body, why))
     session._timing_run = run  # type: ignore[attr-defined]
     doc = await asyncio.shield(run)
+    session.timing_doc = doc
     if final:
         session._timing_doc = doc  # type: ignore[attr-defined]
     return doc
