@@ -139,6 +139,7 @@ def test_a_mirrored_session_is_timed_by_its_assembly_events(base: str) -> None:
     assert sorted(c["name"] for c in timing["commits"]) == ["get_weather", "run_sql"]
     assert timing["first_call_s"] is not None and timing["first_call_s"] < timing["commits"][0]["t"] <= timing["duration_s"]
     assert 0.3 < timing["duration_s"] / ((len(events) - 1) * DELAY) < 3
+    assert "first to last assembly event on the agent's clock" in httpx.get(f"{base}/sessions/{mirror.session}").text
 
 
 def test_an_uploaded_har_replays_at_its_recorded_pace_unless_a_rate_is_chosen(base: str) -> None:
