@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -179,3 +180,17 @@ def test_a_live_pages_timing_panel_polls_until_the_stream_ends(base: str) -> Non
     assert 'hx-trigger="every 2s"' in playing and 'id="timing"' in playing
     assert 'hx-trigger' not in done and f"{doc['timing']['duration_s']:.3f} s" in done
     assert httpx.get(f"{base}/sessions/nope/timing").status_code == 404
+
+
+def test_a_recording_kept_as_its_reproducer_for_an_echoed_key_keeps_its_chunk_times(tmp_path: Path) -> None:
+    from .test_live_upstream_faults import CANARY, proxied_call, tool_stream, upstream_app
+
+    upstream = upstream_app(lambda key: tool_stream(json.dumps({"q": key})))
+    with serve(upstream) as url, serve(create_app(Settings(data_dir=tmp_path, mock_delay=0.0, upstreams={"echo": url}))) as echo_base:
+        _, doc = proxied_call(echo_base)
+        har = httpx.get(f"{echo_base}/sessions/{doc['id']}/recording.har")
+        assert har.status_code == 200 and CANARY not in har.text and json.dumps(CANARY)[1:-1] not in har.text
+        assert doc["live"]["recording_download"] == "redacted"
+        (stream,) = read_har(har.content, "r.har")
+        assert stream.times is not None and len(stream.times) == doc["timing"]["chunks"]
+        assert stream.times.duration_s == pytest.approx(doc["timing"]["duration_s"], rel=0.01)
