@@ -108,3 +108,10 @@ def test_assemble_reads_a_timed_har_on_its_recorded_clock(tmp_path: Any, capsys:
     plain.write_bytes(CALL)
     assert main(["assemble", str(plain), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["timing"] == [{"recorded": False, "why": "a plain capture holds no chunk arrival times: none are invented"}]
+
+
+def test_cut_keeps_the_times_of_a_readable_prefix() -> None:
+    times = ChunkTimes.from_chunks([(0.0, b"abcd"), (0.5, b"efgh"), (0.9, b"ij")])
+    cut = times.cut(6)
+    assert list(cut.ends) == [4, 6] and list(cut.times) == [0.0, 0.5]
+    assert times.cut(8).duration_s == 0.5 and times.cut(100) is times
