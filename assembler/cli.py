@@ -55,6 +55,8 @@ def run_assemble(args: argparse.Namespace) -> int:
     if args.json:
         streams = [{"source": name, **r.to_json(), "history": build_history(r)} for name, r in sourced]
         doc: dict[str, Any] = {"source": "<stdin>" if args.path == "-" else str(path), "streams": streams}
+        if args.path != "-":
+            doc["timing"] = _timings(path, config)
         _write(jsontext.dumps(doc, indent=1, allow_nan=False) + "\n")
     elif args.history:
         histories = [build_history(r) for r in results]
@@ -62,6 +64,31 @@ def run_assemble(args: argparse.Namespace) -> int:
     else:
         _write(format_table(results))
     return 0
+
+
+def _timings(path: Path, config: AssembleConfig) -> list[dict[str, Any]]:
+    """The timing lens of each streaming entry of a HAR file (:mod:`assembler.timing`;
+    ``{"recorded": false}`` for an entry without ``_chunks``), or of a plain capture
+    (which holds no times: one ``{"recorded": false}``)."""
+    from .har import read_har
+    from .timing import timed_pass, timing_lens
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    if not is_har(data[:SNIFF]):
+        return [timing_lens(None, why="a plain capture holds no chunk arrival times: none are invented")]
+    out = []
+    for entry in read_har(data, str(path)):
+        try:
+            registry = ToolRegistry.from_tools(entry.tools).ensure_usable() if entry.tools else None
+        except RegistryError:
+            registry = None  # assembling the file already said why
+        found = timed_pass(entry.times.split(entry.body), entry.name, config=config, registry=registry) if entry.times is not None else None
+        doc = timing_lens(entry.times, found, idle_timeout_s=config.assemble_idle_timeout_s, why="this HAR entry has no _chunks timing")
+        out.append({"source": entry.name, **doc})
+    return out
 
 
 def _write(text: str) -> None:
@@ -260,7 +287,16 @@ def run_mock(args: argparse.Namespace) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"toollatch: warning: binding {args.host}: the mock is meant for loopback only", file=sys.stderr)
     hosts = ["localhost", "127.0.0.1", "::1", "[::1]", args.host]
-    app = create_mock_app(MockProvider(captures, delay, args.rechunk), hosts)
+    provider = MockProvider(captures, delay, args.rechunk)
+    for recording in args.recording or []:
+        try:
+            names = provider.add_recording(Path(recording))
+        except OSError as exc:
+            return _fail(f"--recording {recording}: cannot read: {exc.strerror}")
+        except CaptureError as exc:
+            return _fail(f"--recording {recording}: {exc}")
+        print(f"toollatch mock: serving {', '.join(names)} at its recorded pace (and for any model that is no scenario)", file=sys.stderr)
+    app = create_mock_app(provider, hosts)
     _write(f"toollatch mock: {base_url(args.host, args.port)}/ (GET / lists its endpoints)\n")
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return 0
@@ -358,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     mck.add_argument("--port", type=port_number, default=8766, help="port (default: 8766)")
     mck.add_argument("--captures", help="folder of captures it also serves (default: $TOOLLATCH_SHARED/captures if present)")
     mck.add_argument("--delay", type=float, help="seconds between writes (default $TOOLLATCH_MOCK_DELAY or 0.02)")
+    mck.add_argument("--recording", action="append", metavar="FILE", help="serve a recording (a .har download with chunk times: at its recorded pace; a plain capture: at --delay) by its name, and for any model that is no scenario (repeatable)")
     mck.add_argument("--rechunk", type=int, metavar="SEED", help="re-chunk bodies at random byte positions (seeded; default: one provider event a write)")
     mck.set_defaults(func=run_mock)
     add_conformance(sub)

@@ -9,6 +9,15 @@ the request URL only scheme, host, port and path are kept or quoted (:func:`~ass
 no userinfo, query or fragment, where credentials travel), in the entries and in every error.
 
 HAR is one JSON document, so it is parsed whole (the file's size bounds memory).
+
+**Chunk timing extension.** HAR 1.2 keeps a response body whole; toollatch writes (and
+reads back) each chunk as it arrived in ``response.content._chunks`` (custom fields start
+with ``_``, as HAR 1.2 allows): ``[{"t": seconds since the first byte, "text": str} |
+{"t": ..., "base64": str}, ...]``, the chunks joined being ``content.text``; the entry's
+``timings.wait`` (ms) is the time to first byte.
+:func:`write_har` makes such a file; :func:`read_har` returns the times in
+:attr:`HarStream.times` (None when an entry has no ``_chunks``; an entry whose chunks do
+not join to its body is an error naming it).
 """
 
 from __future__ import annotations
@@ -16,10 +25,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from .capture import CaptureError
+from .timing import ChunkTimes
 from .untrusted import json_problem, parse_json
 from .urls import scrub_url
 
@@ -45,6 +57,7 @@ class HarStream:
     status: int
     body: bytes
     tools: list[Any] | None
+    times: ChunkTimes | None = None
 
 
 def is_har(head: bytes) -> bool:
@@ -102,8 +115,100 @@ def read_har(data: bytes, name: str = "<input>") -> list[HarStream]:
         method = method[:MAX_METHOD] if isinstance(method, str) and method else "?"
         url = scrub_url(request.get("url"), limit=MAX_URL_KEPT) or "?"
         status = response.get("status") if isinstance(response.get("status"), int) else 0
-        streams.append(HarStream(f"{name}#entry{i}", method, url, status, body, tools))
+        times = _chunk_times(content.get("_chunks"), body, f"{name}: entry {i}")
+        wait = entry["timings"].get("wait") if isinstance(entry.get("timings"), dict) else None
+        if times is not None and isinstance(wait, (int, float)) and not isinstance(wait, bool) and 0 <= wait < 1e12:
+            times.first_byte_s = wait / 1000  # HAR timings are in ms; -1 means not known
+        streams.append(HarStream(f"{name}#entry{i}", method, url, status, body, tools, times))
     return streams
+
+
+def _chunk_times(chunks: Any, body: bytes, where: str) -> ChunkTimes | None:
+    """The ``_chunks`` extension of one entry, checked against its body; None without it."""
+    if chunks is None:
+        return None
+    if not isinstance(chunks, list):
+        raise CaptureError(f"{where}: response.content._chunks is not a list")
+    pieces: list[tuple[float, bytes]] = []
+    for k, chunk in enumerate(chunks):
+        t = chunk.get("t") if isinstance(chunk, dict) else None
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or not 0 <= t < 1e9:
+            raise CaptureError(f"{where}: response.content._chunks[{k}].t is not a number of seconds")
+        if isinstance(chunk.get("text"), str):
+            data = chunk["text"].encode("utf-8", "surrogatepass")
+        elif isinstance(chunk.get("base64"), str):
+            try:
+                data = base64.b64decode(chunk["base64"], validate=True)
+            except (binascii.Error, ValueError):
+                raise CaptureError(f"{where}: response.content._chunks[{k}].base64 is not valid base64") from None
+        else:
+            raise CaptureError(f"{where}: response.content._chunks[{k}] has neither text nor base64")
+        pieces.append((float(t), data))
+    times = ChunkTimes.from_chunks(pieces)
+    if times.size != len(body) or b"".join(p for _, p in pieces) != body:
+        raise CaptureError(f"{where}: response.content._chunks do not join to the response body")
+    return times
+
+
+def write_har(
+    body: bytes,
+    times: ChunkTimes | None,
+    *,
+    url: str,
+    method: str = "POST",
+    status: int = 200,
+    mime: str = "text/event-stream",
+    request: Any = None,
+    started: float | None = None,
+    comment: str | None = None,
+) -> bytes:
+    """One HAR 1.2 document with one entry: ``body`` as ``response.content.text`` (base64
+    when not UTF-8) and, with ``times``, each chunk in ``response.content._chunks``.
+    ``request``: the request body (JSON), as ``request.postData``; no header is written.
+    ``started``: unix seconds of the request."""
+    pieces: Iterable[tuple[float, bytes]] = times.split(body) if times is not None else ()
+    content: dict[str, Any] = {"size": len(body), "mimeType": mime, **_text_field(body)}
+    if times is not None:
+        content["_chunks"] = [_timed_chunk(t, p) for t, p in pieces]
+    when = datetime.fromtimestamp(started or 0, timezone.utc).isoformat().replace("+00:00", "Z")
+    total_ms = round(1000 * ((times.first_byte_s or 0) + times.duration_s), 3) if times is not None else -1
+    post = {"mimeType": "application/json", "text": json.dumps(request)} if request is not None else None
+    entry: dict[str, Any] = {
+        "startedDateTime": when,
+        "time": max(total_ms, 0),
+        "request": {"method": method, "url": url, "httpVersion": "HTTP/1.1", "cookies": [], "headers": [], "queryString": [],
+                    **({"postData": post} if post else {}), "headersSize": -1, "bodySize": len(post["text"]) if post else 0},
+        "response": {"status": status, "statusText": "", "httpVersion": "HTTP/1.1", "cookies": [], "headers": [], "content": content,
+                     "redirectURL": "", "headersSize": -1, "bodySize": len(body)},
+        "cache": {},
+        "timings": {"send": 0, "wait": round(1000 * (times.first_byte_s or 0), 3) if times is not None else -1,
+                    "receive": round(1000 * times.duration_s, 3) if times is not None else -1},
+    }
+    if comment:
+        entry["comment"] = comment
+    doc = {"log": {"version": "1.2", "creator": {"name": "toollatch", "version": "1"}, "entries": [entry]}}
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+
+
+def _timed_chunk(t: float, data: bytes) -> dict[str, Any]:
+    """One ``_chunks`` item: ``text`` when the chunk is whole UTF-8, else ``base64``."""
+    if _is_text(data):
+        return {"t": round(t, 6), "text": data.decode("utf-8")}
+    return {"t": round(t, 6), "base64": base64.b64encode(data).decode("ascii")}
+
+
+def _is_text(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _text_field(data: bytes) -> dict[str, str]:
+    if _is_text(data):
+        return {"text": data.decode("utf-8")}
+    return {"text": base64.b64encode(data).decode("ascii"), "encoding": "base64"}
 
 
 def _request_json(request: dict[str, Any]) -> dict[str, Any]:

@@ -2,18 +2,22 @@
 
 Raw SSE (``curl -N``, with or without the ``curl -i`` head), JSON Lines, the AWS binary
 event stream, and HAR 1.2 exports (each streaming entry is assembled on its own, with
-the ``tools`` of its request as the registry unless one is given).
+the ``tools`` of its request as the registry unless one is given). An entry with the
+``_chunks`` timing extension (:mod:`assembler.har`) is fed chunk by chunk on its recorded
+clock, so call transitions are in recorded seconds.
 """
 
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 from typing import BinaryIO
 
 from .capture import _READ_SIZE, CaptureError, iter_capture
 from .config import AssembleConfig
 from .har import is_har, read_har
+from .intake import PushDecoder
 from .model import StreamResult
 from .pipeline import Pipeline
 from .registry import RegistryError, ToolRegistry
@@ -70,9 +74,20 @@ def assemble_stream(
                     own = ToolRegistry.from_tools(entry.tools).ensure_usable()
                 except RegistryError as exc:
                     raise CaptureError(f"{entry.name}: request tools: {exc}") from None
-            pipeline = Pipeline(dialect, config=config, registry=own, reveal=reveal, name=entry.name, emit_events=False)
-            for event in iter_capture([entry.body], entry.name):
-                pipeline.feed(event)
+            now = [0.0]  # with the _chunks extension, the pipeline runs on the recorded clock
+            clock = (lambda: now[0]) if entry.times is not None else time.monotonic
+            pipeline = Pipeline(dialect, config=config, registry=own, reveal=reveal, name=entry.name, emit_events=False, clock=clock)
+            if entry.times is None:
+                for event in iter_capture([entry.body], entry.name):
+                    pipeline.feed(event)
+            else:
+                decoder = PushDecoder(entry.name)
+                for t, chunk in entry.times.split(entry.body):
+                    now[0] = t
+                    for event in decoder.feed(chunk):
+                        pipeline.feed(event)
+                for event in decoder.close():
+                    pipeline.feed(event)
             pipeline.close()
             out += [(f"{entry.name} {entry.method} {entry.url}", r) for r in pipeline.results()]
         return out

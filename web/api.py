@@ -28,6 +28,7 @@ from .replay import MAX_RATE, MIN_RATE, SessionStore
 from .settings import FULL_SPEED, Settings, parse_speed
 from .sources import SourceError, capture_list, demo_list, load_capture, load_demo
 from .summary import session_summary
+from .timing import session_timing
 from .triage_routes import session_triage
 
 
@@ -81,6 +82,7 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
         found = store.get(sid)
         if found is None:
             return JSONResponse({"error": f"no session {sid!r}"}, status_code=404)
+        await session_timing(found)  # in a thread (a timed pass); to_json carries it as "timing"
         triage = await session_triage(found, request.app.state.sources)  # diagnoses, naive lane, exports
         doc = {**found.to_json(), "summary": session_summary(found), "watchers": store.watchers(found), "delivery": store.delivery(found), "triage": triage}
         return DocumentResponse(doc)

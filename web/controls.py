@@ -90,8 +90,12 @@ Pace = tuple[float | None, float, str | None]
 
 
 def start_pace(raw: Any) -> Pace:
-    """``(base rate, speed, notice)`` from a start form's ``rate`` field; ``"max"`` means full speed."""
+    """``(base rate, speed, notice)`` from a start form's ``rate`` field; ``"max"`` means full
+    speed; ``"recorded"`` no rate: the recorded pace where the source has chunk times, else
+    the default rate."""
     if isinstance(raw, str) and raw.strip().lower() == "max":
         return None, FULL_SPEED, None
+    if isinstance(raw, str) and raw.strip().lower() == "recorded":
+        return None, 1.0, None
     rate, notice = form_rate(raw)
     return rate, 1.0, notice

@@ -32,6 +32,7 @@ from starlette.datastructures import UploadFile
 from assembler.capture import CaptureError, is_eventstream
 from assembler.config import AssembleConfig
 from assembler.har import is_har, read_har
+from assembler.timing import ChunkTimes, TimingError
 from assembler.model import StreamResult, escape_surrogates
 from assembler.pipeline import Pipeline
 from assembler.registry import RegistryError, ToolRegistry
@@ -222,12 +223,22 @@ def summary(run: DryRun) -> dict[str, Any]:
 # ------------------------------------------------------------------ sources
 
 
-def _loaded(kind: str, name: str, data: bytes, tools: list[Any] | None, run: DryRun, stored_id: str | None, title: str) -> LoadedSource:
+def _times(meta: dict[str, Any], size: int) -> ChunkTimes | None:
+    """The chunk times stored in ``meta`` for the first ``size`` bytes, or None (none, or unreadable)."""
+    try:
+        return ChunkTimes.from_json(meta["chunk_times"]).cut(size) if meta.get("chunk_times") else None
+    except TimingError:
+        return None
+
+
+def _loaded(
+    kind: str, name: str, data: bytes, tools: list[Any] | None, run: DryRun, stored_id: str | None, title: str, times: ChunkTimes | None = None
+) -> LoadedSource:
     what = "Uploaded" if kind == "upload" else "Recorded"
     description = f"{what} {run.dialect or 'provider'} stream, replayed through the assembler" + (
         "; arguments are checked against the request's tool schemas." if tools else "; no tools, so names and schemas are not checked."
     )
-    return LoadedSource(kind, name, title, description, data, run.count, run.dialect, tools, None, stored_id)  # type: ignore[arg-type]
+    return LoadedSource(kind, name, title, description, data, run.count, run.dialect, tools, None, stored_id, times)  # type: ignore[arg-type]
 
 
 def _registry(tools: list[Any] | None, name: str) -> ToolRegistry | None:
@@ -255,6 +266,8 @@ def _pieces(name: str, data: bytes, tools: list[Any] | None) -> Iterator[tuple[s
         raise SourceError(f"{name}: the HAR export has no streaming entry (text/event-stream, event stream or JSON Lines response).")
     for entry in entries:
         meta = {"format": detect_format(entry.body), "har": {"entry": entry.name.rsplit("#", 1)[-1], "method": entry.method, "url": redact_url(entry.url), "status": entry.status}}
+        if entry.times is not None:  # the _chunks extension: each chunk's arrival, kept packed
+            meta["chunk_times"] = entry.times.to_json()
         # the export's strings are stored and shown: lone surrogates escaped, as in a stream's ops
         yield escape_surrogates(entry.name), entry.body, tools if tools is not None else escaped_strings(entry.tools), escaped_strings(meta)
 
@@ -291,7 +304,7 @@ def ingest(
         sid = store.save(kind="upload", name=piece_name, body=body, tools=piece_tools, meta=meta, summary=summary(run))
         readable, _ = readable_part(body, meta["format"])
         title = f"{'Paste' if origin == 'paste' else 'Upload'}: {piece_name}"
-        out.append(_loaded("upload", piece_name, readable, piece_tools, run, sid, title))
+        out.append(_loaded("upload", piece_name, readable, piece_tools, run, sid, title, _times(meta, len(readable))))
     return out
 
 
@@ -310,4 +323,4 @@ def load_stored(stored: StoredSource, config: AssembleConfig) -> LoadedSource:
     run = dry_run(readable, stored.name, config, _registry(tools, stored.name))
     kind = stored.kind if stored.kind in ("upload", "recording", "capture") else "upload"
     label = {"upload": "Paste" if stored.meta.get("origin") == "paste" else "Upload", "recording": "Recording", "capture": "Capture"}[kind]
-    return _loaded(kind, stored.name, readable, tools, run, stored.id, f"{label}: {stored.name}")
+    return _loaded(kind, stored.name, readable, tools, run, stored.id, f"{label}: {stored.name}", _times(stored.meta, len(readable)))

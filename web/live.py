@@ -35,6 +35,7 @@ from assembler.mockwire import MockDialect
 from assembler.pipeline import Pipeline
 from assembler.registry import RegistryError, ToolRegistry
 from assembler.retell import retell_body
+from assembler.timing import ChunkTimes
 
 from .credentials import describe_error, scrub_bytes, scrub_text, scrub_value  # describe_error: re-exported
 from .incremental import IncrementalCapture
@@ -135,6 +136,21 @@ class LiveSource:
         self.recording: str | None = None  # the Store id once saved
         self.recording_download: str | None = None  # "as_received" or "redacted" (live_store.download_as_received)
         self.started = time.time()
+        self._requested = time.monotonic()
+        self._first_byte: float | None = None
+        #: When each chunk arrived (:class:`~assembler.timing.ChunkTimes`, offsets into ``data``).
+        self.times = ChunkTimes()
+        #: Arrivals are recorded where the bytes arrive (the proxy's tee), not when assembled.
+        self.timed_elsewhere = False
+
+    def arrived(self, size: int, now: float | None = None) -> None:
+        """``size`` bytes arrived (``now``: ``time.monotonic()`` by default): their offset
+        from the first byte is kept for the recording (8 bytes a chunk)."""
+        now = time.monotonic() if now is None else now
+        if self._first_byte is None:
+            self._first_byte = now
+            self.times.first_byte_s = now - self._requested
+        self.times.add(size, now - self._first_byte)
 
     def answered(self, status: int, content_type: str | None) -> None:
         """The upstream's status and ``Content-Type`` (any forwarded credential in it replaced)."""
@@ -257,6 +273,8 @@ class LiveSession(Session):
         the exception's type only, and the bytes are still kept."""
         self.live_source.chunks.append(chunk)
         self.live_source.size += len(chunk)
+        if not self.live_source.timed_elsewhere:
+            self.live_source.arrived(len(chunk))
         self.progressed()
         if self.status.done or self.upstream_error or self.live_source.json_body:
             return  # an error or JSON body is read once complete; after the end, bytes are only kept

@@ -8,6 +8,8 @@
 * ``GET /sessions/{id}/recording`` — a live session's recording: the bytes as received when
   every call committed, else its redacted reproducer (a call that did not commit never has
   its argument text served, as *Reveal text* is never offered for a live stream);
+* ``GET /sessions/{id}/recording.har`` — the same bytes as a HAR 1.2 file, each chunk's
+  arrival time in ``response.content._chunks`` (:mod:`web.timing`);
 * ``POST /recordings/{rid}/replay`` — replay a recording (same verdicts);
 * ``GET /api/live`` — the upstreams, the mock's scenarios and the live sessions.
 
@@ -33,10 +35,11 @@ from . import mock as mock_module
 from . import proxy
 from .api import DocumentResponse
 from .connect import ConnectError, auth_headers, build_request
-from .live_store import LiveRenderer, LiveSessionStore, recording_source, redacted_recording
+from .live_store import LiveRenderer, LiveSessionStore, recording_source, redacted_recording, stored_times
 from .settings import Settings
 from .sources import SourceError
-from .store import Store
+from .store import Store, StoredSource
+from .timing import recording_har
 
 log = logging.getLogger("toollatch.web")
 
@@ -112,8 +115,8 @@ def _router(
             task.add_done_callback(tasks.discard)
         return RedirectResponse(f"/sessions/{session.id}", status_code=303)
 
-    @router.get("/sessions/{sid}/recording")
-    async def recording(sid: str) -> Response:
+    async def served(sid: str) -> tuple[StoredSource, bytes, str, str] | HTMLResponse:
+        """``(stored, body, media type, suffix)`` of a session's recording download, or an error page."""
         session = store.get(sid)
         rid = getattr(getattr(session, "live_source", None), "recording", None)
         stored = sources.get(rid) if rid else None
@@ -124,11 +127,29 @@ def _router(
                 body, media, suffix = await asyncio.to_thread(redacted_recording, stored)
             except (CaptureError, ValueError) as exc:
                 return error_page("Cannot download", f"The recording of session {sid!r} cannot be redacted ({type(exc).__name__}).", 422)
-            return Response(body, media_type=media, headers={"content-disposition": f'attachment; filename="recording-{sid}.{suffix}"'})
+            return stored, body, media, suffix
         streaming = bool(stored.meta.get("streaming"))
         media = "text/event-stream" if streaming else str(stored.meta.get("content_type") or "application/octet-stream")
         suffix = "sse" if streaming else "json" if "json" in media else "bin"
-        return Response(stored.body, media_type=media.split(";")[0], headers={"content-disposition": f'attachment; filename="recording-{sid}.{suffix}"'})
+        return stored, stored.body, media.split(";")[0], suffix
+
+    @router.get("/sessions/{sid}/recording")
+    async def recording(sid: str) -> Response:
+        found = await served(sid)
+        if isinstance(found, HTMLResponse):
+            return found
+        _, body, media, suffix = found
+        return Response(body, media_type=media, headers={"content-disposition": f'attachment; filename="recording-{sid}.{suffix}"'})
+
+    @router.get("/sessions/{sid}/recording.har")
+    async def recording_har_file(sid: str) -> Response:
+        """The recording as HAR 1.2, each chunk's arrival time in ``response.content._chunks``."""
+        found = await served(sid)
+        if isinstance(found, HTMLResponse):
+            return found
+        stored, body, media, _ = found
+        har = await asyncio.to_thread(recording_har, stored, body, media, stored_times(stored))
+        return Response(har, media_type="application/json", headers={"content-disposition": f'attachment; filename="recording-{sid}.har"'})
 
     @router.post("/recordings/{rid}/replay")
     async def replay(rid: str, request: Request) -> Response:

@@ -34,6 +34,7 @@ from assembler.registry import RegistryError
 from assembler.pipeline import Pipeline
 from assembler.retell import retell_body
 from assembler.telemetry import turn_spans
+from assembler.timing import ChunkTimes, TimingError
 
 from .as_received import (  # TEXT_LEFT_ASIDE, download_as_received: re-exported
     TEXT_LEFT_ASIDE,
@@ -326,6 +327,8 @@ def prepare_recording(
     # replace over the JSON text could cut its syntax: a forwarded query value may be any text.
     clean = scrub_value(meta, secrets)
     src = session.live_source
+    if len(src.times):  # packed arrays (8 bytes a chunk), against the bytes received: fitted to the body kept when read
+        clean["chunk_times"] = src.times.to_json()
     name = f"{src.upstream} {src.endpoint}" + (f" {src.model}" if src.model else "")
     return PreparedRecording(session.id, name, body, src.tools, clean, recording_summary(session))
 
@@ -403,4 +406,15 @@ def recording_source(stored: StoredSource, config: Any) -> LoadedSource:
         dialect,
         tools,
         cancel_after if isinstance(cancel_after, int) else None,
+        times=stored_times(stored, len(data)),
     )
+
+
+def stored_times(stored: StoredSource, size: int | None = None) -> ChunkTimes | None:
+    """A recording's chunk times fitted to ``size`` bytes (its body's by default: a redacted
+    or re-told body keeps the times, chunk ends scaled); None when it holds none."""
+    try:
+        times = ChunkTimes.from_json(stored.meta["chunk_times"]) if stored.meta.get("chunk_times") else None
+    except TimingError:
+        return None
+    return None if times is None else times.fit(len(stored.body or b"") if size is None else size)

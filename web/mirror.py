@@ -235,6 +235,7 @@ class MirrorSession(LiveSession):
     def reset(self) -> None:
         super().reset()
         self.pipeline = MirrorPipeline()  # type: ignore[assignment]
+        self.stream_starts: list[float] = []  # seconds since the first event at which each stream began
 
     def _watch_idle(self) -> None:
         """The agent's latch applies the idle timeout."""
@@ -249,10 +250,21 @@ class MirrorSession(LiveSession):
             pipeline.dialect = self.live_source.dialect = str(dialect)[:40]
         events = [pipeline.apply(doc, f"events[{i}]") for i, doc in enumerate(docs)]  # all checked before any is shown
         for event in events:
+            self.clocked(event.stream, event.t)
             self.live_source.count += 1
             self.position = self.live_source.count
             self.progressed()
             self._apply(event)
+
+    def clocked(self, stream: int, t: float) -> None:
+        """Keep an event's time on the agent's clock (seconds since its stream started) as
+        seconds since the first event: the timing lens of a session without bytes
+        (:mod:`web.timing`, ``basis: "assembly events"``), one entry of 8 bytes an event."""
+        starts = self.stream_starts
+        times = self.live_source.times
+        while len(starts) <= stream:  # a later stream starts where the clock stands
+            starts.append(times.duration_s if len(times) else 0.0)
+        times.add(1, starts[stream] + t)
 
     def ended(self, end: Any) -> None:
         """The agent's turn ended: ``{"kind", "error"}``."""

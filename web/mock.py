@@ -16,6 +16,13 @@ Errors use each provider's own error shape. Query parameters (the SDKs' ``defaul
 byte positions, 1–64 bytes a write), ``drop`` (drop the connection after that many writes)
 and ``status`` (answer with that HTTP error status instead).
 
+Recordings (``toollatch mock --recording FILE``, :meth:`MockProvider.add_recording`): a
+HAR with the ``_chunks`` timing extension (a dashboard recording's ``.har`` download) is
+served chunk for chunk at its *recorded pace*, each chunk when its recorded second comes
+(``?delay=`` paces it evenly instead); a plain capture at ``delay``. A recording is asked for
+by its name, and answers any model that is no scenario or capture, so an agent pointed at
+the mock with its own model name gets the recorded stream, with its timing.
+
 :class:`MockProvider` builds the replies; :func:`build_router` serves them over HTTP and
 :class:`MockTransport` hands them to an ``httpx.AsyncClient`` in-process, streaming, so the
 proxy talks to the mock exactly as to a remote upstream.
@@ -51,6 +58,7 @@ from assembler.mockwire import (
 )
 from assembler.untrusted import parse_json, short
 
+from .mock_recording import read_recording
 from .sources import capture_list
 
 log = logging.getLogger("toollatch.mock")
@@ -105,6 +113,23 @@ async def _paced(pieces: list[bytes], delay: float, drop: int | None, open_strea
             open_streams[0] -= 1
 
 
+async def _timed(pieces: list[tuple[float, bytes]], drop: int | None, open_streams: list[int] | None = None) -> AsyncIterator[bytes]:
+    """``(seconds, bytes)`` pieces, each written when its recorded second comes (from the first write)."""
+    if open_streams is not None:
+        open_streams[0] += 1
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    try:
+        for n, (t, piece) in enumerate(pieces):
+            if drop is not None and n >= drop:
+                raise MockDrop(f"mock dropped the connection after {drop} writes")
+            await asyncio.sleep(max(0.0, start + t - loop.time()))
+            yield piece
+    finally:
+        if open_streams is not None:
+            open_streams[0] -= 1
+
+
 def _error(dialect: MockDialect, status: int, message: str, kind: str = "invalid_request_error", code: str | None = None) -> MockReply:
     """An error in the provider's own shape."""
     if dialect == "anthropic":
@@ -136,13 +161,32 @@ class MockProvider:
     _capture_dialects: dict[str, tuple[float, str | None]] = field(default_factory=dict)
     #: bodies being written right now (one counter in a list, shared with the generators)
     open_streams: list[int] = field(default_factory=lambda: [0])
+    #: name → (dialect, timed pieces, timed): served at their recorded pace (:meth:`add_recording`)
+    recordings: dict[str, tuple[str | None, list[tuple[float, bytes]], bool]] = field(default_factory=dict)
+
+    def add_recording(self, path: Path) -> list[str]:
+        """Serve the streams of a recording file (:func:`read_recording`); returns their names."""
+        names = []
+        for name, dialect, pieces, timed in read_recording(path):
+            self.recordings[name] = (dialect, pieces, timed)
+            names.append(name)
+        return names
+
+    def _recording(self, model: str) -> tuple[str | None, list[tuple[float, bytes]], bool] | None:
+        """The recording ``model`` names, or the first recording for a model that is no
+        scenario or capture (an agent's own model name); None without recordings."""
+        if model in self.recordings:
+            return self.recordings[model]
+        if not self.recordings or model in scenario_names() or model in {c.path for c in capture_list(self.captures_dir)}:
+            return None
+        return next(iter(self.recordings.values()))
 
     # ------------------------------------------------------------------ what is served
 
     def scenarios(self) -> list[str]:
         """Demo scenario names, then every capture servable here (a mock dialect)."""
         captures = [c.path for c in capture_list(self.captures_dir) if self.capture_dialect(c.path) in MOCK_DIALECTS]
-        return scenario_names() + captures
+        return scenario_names() + captures + list(self.recordings)
 
     def capture_dialect(self, rel: str) -> str | None:
         """The dialect of a listed capture, from its first events (cached by mtime)."""
@@ -203,6 +247,17 @@ class MockProvider:
         seed = self.rechunk if seed is None else seed
         drop = _number(query.get("drop"), int)
         stream = request.get("stream") is True
+        recording = self._recording(model)
+        if recording is not None:
+            own, timed_pieces, timed = recording
+            if own != dialect:
+                return _error(dialect, 400, f"The recording is a {own or 'unrecognised'} stream: ask for it at {_DIALECT_ENDPOINT.get(own, 'its own endpoint')}.", code="wrong_endpoint")  # type: ignore[arg-type]
+            if not stream:
+                return _error(dialect, 400, 'The recording is a recorded stream: send "stream": true.', code="wrong_endpoint")
+            recorded_pace = timed and query.get("delay") is None
+            log.info("mock: recording for %r (%d writes, %s)", model, len(timed_pieces), "recorded pace" if recorded_pace else f"{delay}s apart")
+            chunks = _timed(timed_pieces, drop, self.open_streams) if recorded_pace else _paced([p for _, p in timed_pieces], delay, drop, self.open_streams)
+            return MockReply(200, {"content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache"}, chunks)
         try:
             pieces = self._pieces(model, dialect, stream)
         except ScenarioError:

@@ -8,8 +8,9 @@ update. Every input problem becomes a page with a message and a 4xx status, neve
 
 Control actions (form field ``action``): ``play``, ``pause``, ``toggle``, ``step``,
 ``back``, ``seek`` (with ``position``, 0 … total events), ``restart``, ``cancel``,
-``rate`` (with ``rate``, base events/second) and ``speed`` (with ``speed``: 0.25 … 20 or
-``max``). A ``rate`` or ``speed`` field sent along with another action is applied too.
+``rate`` (with ``rate``, base events/second: leaves the recorded pace), ``pace`` (with
+``pace``: ``recorded`` or ``rate``; :mod:`web.timing`) and ``speed`` (with ``speed``: 0.25 …
+20 or ``max``). ``GET /sessions/{id}/timing`` is the timing panel alone. A ``rate`` or ``speed`` field sent along with another action is applied too.
 Values (:mod:`web.controls`): not a number is a ``400``; a number out of range is clamped,
 and the session page shows a notice saying so until the next control.
 """
@@ -30,6 +31,7 @@ from .replay import MAX_RATE, MIN_RATE, SessionStore
 from .session import Session
 from .settings import MAX_SPEED, MIN_SPEED, Settings
 from .sources import SourceError, capture_list, demo_list, load_capture, load_demo
+from .timing import session_timing
 from .triage_routes import session_triage
 
 log = logging.getLogger("toollatch.web")
@@ -110,7 +112,17 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
         if session is None:
             return error_page("Session not found", f"There is no session {sid!r}; it may have expired.", 404)
         triage = await session_triage(session, request.app.state.sources)
-        return HTMLResponse(renderer.page("session.html", **renderer.session_context(session), oob=False, t=triage))
+        timing = await session_timing(session)
+        return HTMLResponse(renderer.page("session.html", **renderer.session_context(session), oob=False, t=triage, timing=timing))
+
+    @router.get("/sessions/{sid}/timing", response_class=HTMLResponse)
+    async def timing_panel(sid: str) -> HTMLResponse:
+        """The timing panel alone: a live session's page polls it until the stream ends."""
+        session = store.get(sid)
+        if session is None:
+            return error_page("Session not found", f"There is no session {sid!r}; it may have expired.", 404)
+        timing = await session_timing(session)
+        return HTMLResponse(renderer.page("partials/_timing.html", **renderer.session_context(session), timing=timing))
 
     @router.post("/sessions/{sid}/control")
     async def control(sid: str, request: Request) -> Response:
@@ -119,6 +131,7 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
             return error_page("Session not found", f"There is no session {sid!r}; it may have expired.", 404)
         async with request.form(max_files=0, max_fields=_MAX_FORM_FIELDS) as form:
             action, raw_rate, raw_speed, raw_position = form.get("action"), form.get("rate"), form.get("speed"), form.get("position")
+            pace = form.get("pace")
         simple = {
             "play": store.play,
             "pause": store.pause,
@@ -128,6 +141,10 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
             "restart": store.restart,
             "cancel": store.cancel,
         }
+        if action == "pace":  # the recorded pace, or back to the base rate
+            store.set_pace(session, pace == "recorded")
+            store.flush(session)
+            return Response(status_code=204) if request.headers.get("hx-request") == "true" else RedirectResponse(f"/sessions/{sid}", status_code=303)
         if action not in (*simple, "seek", "rate", "speed"):
             return error_page("Unknown control", f"Unknown action {action!r}.", 400)
         # Not a number: 400. A number out of range: clamped, and the page says so.

@@ -19,6 +19,11 @@ Seeking rebuilds the state: back to before the first event, then replay to the t
 feed up to :data:`SYNC_SEEK_EVENTS` events run inline; longer ones run as a task that
 yields every :data:`SEEK_CHUNK` events, with renders held back until it is done.
 
+A source with chunk times (a recording, a HAR with ``_chunks``) replays at its *recorded
+pace* by default (:attr:`~web.session.Session.recorded_pace`): each event when its
+recorded time comes, divided by the speed, the pipeline's virtual clock on recorded
+time; setting a rate leaves it, :meth:`SessionStore.set_pace` goes back.
+
 ``sleep`` and ``clock`` are injectable so tests run without waiting.
 """
 
@@ -28,9 +33,11 @@ import asyncio
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 from assembler.metrics import Metrics
+from assembler.timing import event_times
 
 from .fanout import Broadcaster, Clock, Sleep, Viewer
 from .render import Renderer
@@ -80,6 +87,7 @@ class SessionStore:
         while sid in self._sessions:
             sid = secrets.token_hex(4)
         session = Session(sid, source, self.settings.config, clamp_rate(rate or self.settings.replay_rate), speed, self.metrics)
+        session.recorded_pace = session.recorded_pace and rate is None  # an explicit rate wins over the recorded pace
         self._sessions[sid] = session
         self._hubs[sid] = Broadcaster(
             session,
@@ -213,10 +221,18 @@ class SessionStore:
         self.play(session)
 
     def set_rate(self, session: Session, rate: float) -> None:
-        """Change the base rate (events/second at speed 1×)."""
+        """Change the base rate (events/second at speed 1×); leaves the recorded pace."""
         rate = clamp_rate(rate)
-        if rate != session.rate:
-            session.rate = rate
+        if rate != session.rate or session.recorded_pace:
+            session.rate, session.recorded_pace = rate, False
+            self._repace(session)
+
+    def set_pace(self, session: Session, recorded: bool) -> None:
+        """Replay at the recorded pace (``recorded``: only a source with chunk times has one)
+        or at the base rate."""
+        recorded = recorded and session.can_pace_recorded
+        if recorded != session.recorded_pace:
+            session.recorded_pace = recorded
             self._repace(session)
 
     def set_speed(self, session: Session, speed: float) -> None:
@@ -250,6 +266,9 @@ class SessionStore:
         def playing() -> bool:
             return session.status is Status.PLAYING and session.generation == generation
 
+        if session.recorded_pace and not session.full_speed:
+            await self._run_recorded(session, playing)
+            return
         due, carry = self._clock(), 0.0
         while playing():
             if session.full_speed:
@@ -274,6 +293,34 @@ class SessionStore:
                     if count > 0:  # a slice of input read: the due events after a yield
                         await self._sleep(0)
             self.flush(session)
+
+    async def _run_recorded(self, session: Session, playing: Callable[[], bool]) -> None:
+        """Feed each event when its recorded time comes (÷ speed), measured from where the
+        replay stands; a long recorded gap is waited out in ticks of at most
+        ``1 / MAX_TICKS_PER_SECOND`` s, so pause, speed and stop apply at once."""
+        if session.event_times is None:
+            times = session.source.times  # type: ignore[attr-defined]
+            data = session.source.data
+            session.event_times = await asyncio.to_thread(lambda: event_times(times.split(data), session.source.name))
+            if not playing():
+                return
+        schedule = session.event_times
+        start_clock, start_t = self._clock(), session.virtual_t
+        while playing() and not session.full_speed:
+            pos = session.position
+            target = schedule[pos] if pos < len(schedule) else (schedule[-1] if schedule else 0.0)
+            now = self._clock()
+            due = start_clock + max(0.0, target - start_t) / session.speed
+            if due > now:
+                await self._sleep(min(due - now, 1.0 / MAX_TICKS_PER_SECOND))
+                continue
+            reached = start_t + (now - start_clock) * session.speed
+            count = 1
+            while pos + count < len(schedule) and schedule[pos + count] <= reached and count < FULL_SPEED_BATCH:
+                count += 1
+            session.step(count)
+            self.flush(session)
+            await self._sleep(0)
 
     async def shutdown(self) -> None:
         """Cancel every replay, seek and pending render (app shutdown)."""

@@ -88,6 +88,13 @@ class Session:
         self.generation = 0  # bumped by reset: a runner or seek of an older generation stops
         self.seek_target: int | None = None  # set while a long seek rebuilds the state
         self.notice: str | None = None  # e.g. a control value that was out of range and clamped
+        #: Replay at the pace the source was recorded at (the default when it holds chunk
+        #: times): events at their recorded seconds ÷ ``speed``, the virtual clock on recorded time.
+        self.recorded_pace = self.can_pace_recorded
+        #: When each provider event was complete, in recorded seconds (set by the runner).
+        self.event_times: Any = None
+        #: The last timing document computed (:func:`web.timing.session_timing`), or None.
+        self.timing_doc: dict[str, Any] | None = None
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -154,6 +161,11 @@ class Session:
         if notice != self.notice:
             self.notice = notice
             self.pending.status = True
+
+    @property
+    def can_pace_recorded(self) -> bool:
+        """The source holds chunk times, so it can replay at its recorded pace (never a live stream)."""
+        return self.source.kind != "live" and getattr(self.source, "times", None) is not None
 
     @property
     def full_speed(self) -> bool:
@@ -250,9 +262,13 @@ class Session:
                 if event is None:  # fewer events than counted: treat as the end of input
                     self.position = self.total
                 else:
+                    times = self.event_times if self.recorded_pace else None
+                    if times is not None and self.position < len(times):
+                        self.virtual_t = max(self.virtual_t, times[self.position])
+                    else:
+                        self.virtual_t += 1.0 / self.rate
                     self.position += 1
                     fed += 1
-                    self.virtual_t += 1.0 / self.rate
                     self._guard(partial(self.pipeline.feed, event))
                     if self.status.done:
                         return taken + 1
@@ -392,6 +408,8 @@ class Session:
             "position": self.position,
             "total": self.total,
             "rate": self.rate,
+            "pace": "recorded" if self.recorded_pace else "rate",
+            "timing": self.timing_doc,
             "speed": "max" if self.full_speed else self.speed,
             "effective_rate": None if self.full_speed else self.effective_rate,
             "dialect": self.pipeline.dialect,

@@ -26,6 +26,7 @@ from assembler.jsontext import rebuild
 from assembler.model import escape_surrogates
 from assembler.pipeline import Pipeline
 from assembler.registry import RegistryError, ToolRegistry
+from assembler.timing import ChunkTimes
 from assembler.untrusted import parse_json
 
 log = logging.getLogger("toollatch.web")
@@ -105,6 +106,8 @@ class LoadedSource:
     tools: list[dict[str, Any]] | None = None
     cancel_after: int | None = None
     stored_id: str | None = None
+    #: When each chunk of ``data`` arrived (a recording, or a HAR with ``_chunks``); None: not recorded.
+    times: ChunkTimes | None = None
 
     @property
     def size(self) -> int:

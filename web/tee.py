@@ -47,6 +47,7 @@ class Tee:
         self._size = 0  # bytes held
         self._decoder: Decoder | None = None
         self.broken = False  # the body's coding could not be undone: nothing more is fed
+        session.live_source.timed_elsewhere = True  # arrivals are timed here, as forwarded
         try:
             self._decoder = decoder(content_encoding)
         except CodingError as exc:
@@ -74,6 +75,8 @@ class Tee:
         if chunk and not self.broken:
             self._chunks.append(chunk)
             self._size += len(chunk)
+            if self._decoder is None:  # the bytes the session keeps are these: timed on arrival
+                self.session.live_source.arrived(len(chunk))
 
     def feed(self, limit: int | None = None) -> bool:
         """Feed the held bytes to the session, in order: all of them, or the first ``limit``
@@ -115,6 +118,8 @@ class Tee:
             self._fail(exc)
             return False
         if data:
+            if self._decoder is not None:  # decoded content: timed as it is decoded
+                self.session.live_source.arrived(len(data))
             self.session.feed_bytes(data)
             self.store.flush(self.session)
         return True
