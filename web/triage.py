@@ -190,12 +190,19 @@ def outcome(session: Session, stream: int, key: tuple[int, ...]) -> CallOutcome 
 
 
 def card_diagnosis(session: Session, card: Card) -> dict[str, Any] | None:
-    """``{"text", "diagnosis"}`` for a FAILED card with a diagnosis, else None (cheap: no re-read)."""
-    if card.view.state is not CallState.FAILED:
+    """``{"text", "diagnosis"}`` for a FAILED card with a diagnosis, else None (cheap: no
+    re-read). For a CANCELLED card whose buffer had already stopped being JSON,
+    ``{"text", "diagnosis", "would_have_failed"}``, ``text`` saying where the buffer broke (see :func:`breakpoint.would_have_failed`)."""
+    if card.view.state not in (CallState.FAILED, CallState.CANCELLED):
         return None
     call = outcome(session, card.stream, card.view.key)
     if call is None or not call.diagnosis:
         return None
+    if card.view.state is CallState.CANCELLED:
+        would = breakpoint.would_have_failed(call.diagnosis)
+        if would is None:
+            return None
+        return session.scrubbed({"text": breakpoint.describe(call.diagnosis["text"]), "diagnosis": call.diagnosis, "would_have_failed": would})
     return session.scrubbed({"text": breakpoint.describe(call.diagnosis), "diagnosis": call.diagnosis})
 
 
