@@ -46,3 +46,14 @@ def test_would_have_failed_names_only_an_offset() -> None:
     assert would_have_failed({"kind": "cut_off", "text": {"kind": "incomplete", "depth": 1, "expected": "value"}}) is None
     assert would_have_failed({"kind": "invalid", "byte_offset": 7}) is None
     assert would_have_failed(None) is None
+
+
+def test_a_replays_timeline_says_its_time_is_virtual() -> None:
+    from .test_web_summary import finished
+
+    with make_client() as client:
+        sid = finished(client, "openai-invalid")
+        page = client.get(f"/sessions/{sid}").text
+        times = [t for t in text_of(page).split() if t.startswith("+")]
+        assert times and "virtual +" in text_of(page)
+        assert 'class="virtual" title="Virtual time:' in page

@@ -69,6 +69,10 @@ class _Cache:
     full_size: tuple[int, int] | None = None  # source bytes and events ``full`` was assembled from
     state: tuple[int, int, int, int, str] | None = None
     view: dict[str, Any] | None = None
+    # The computation under way, and the state it is for: a view asked for meanwhile (the
+    # page's fetch right after the prewarm at the end of a replay) waits for it.
+    running: asyncio.Future[dict[str, Any]] | None = None
+    running_state: tuple[int, int, int, int, str] | None = None
 
 
 @dataclass
@@ -283,6 +287,29 @@ def truncation(session: Session, results: list[StreamResult], stored_meta: dict[
     return {"streams": streams, "cut": cut, "detail": details[0] if details else None}
 
 
+async def _compute_safely(session: Session, results: list[StreamResult], done: bool, reveal: bool) -> dict[str, Any]:
+    try:
+        return await asyncio.to_thread(_compute, session.source, session.pipeline.dialect, session.position, results, done, reveal)
+    except Exception as exc:  # never a 500: the lane and contexts are extras
+        log.error("session %s: triage failed with %s", session.id, type(exc).__name__)
+        return {"diagnoses": [], "other_failures": [], "naive_lane": None, "naive_lane_error": None, "error": f"Triage failed ({type(exc).__name__})."}
+
+
+_prewarming: set[asyncio.Task[Any]] = set()
+
+
+def prewarm(session: Session) -> None:
+    """Start working out the triage view of a session that just ended (in a worker thread),
+    so the panel the page fetches when it sees the end is ready sooner. Needs a running loop."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # rendered outside the server's loop: the page's fetch works it out
+        return
+    task = loop.create_task(view(session), name=f"triage-{session.id}")
+    _prewarming.add(task)
+    task.add_done_callback(_prewarming.discard)
+
+
 async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """The triage panel's data and the ``triage`` member of the session's JSON twin."""
     results = session.pipeline.results()
@@ -294,11 +321,13 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
     # and a live source grows.
     state = (session.generation, session.position, len(session.verdicts), session.source.size, f"{session.status.value}:{reveal}")
     if cache.state != state or cache.view is None:
-        try:
-            computed = await asyncio.to_thread(_compute, session.source, session.pipeline.dialect, session.position, results, done, reveal)
-        except Exception as exc:  # never a 500: the lane and contexts are extras
-            log.error("session %s: triage failed with %s", session.id, type(exc).__name__)
-            computed = {"diagnoses": [], "other_failures": [], "naive_lane": None, "naive_lane_error": None, "error": f"Triage failed ({type(exc).__name__})."}
+        if cache.running is None or cache.running_state != state:
+            cache.running_state = state
+            cache.running = asyncio.ensure_future(_compute_safely(session, results, done, reveal))
+        running = cache.running
+        computed = await asyncio.shield(running)
+        if cache.running is running:
+            cache.running = None
         cache.state, cache.view = state, computed
     # Ended without a stream (an upstream HTTP error, a connect failure): say what happened
     # and offer nothing that would have no stream to work on.
