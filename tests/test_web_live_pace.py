@@ -28,9 +28,9 @@ def test_connect_asks_the_mock_for_its_pace(tmp_path: Path, monkeypatch: pytest.
 
     monkeypatch.setattr(MockProvider, "reply", spy)
     form = {**FORM, **({"pace": pace} if pace else {})}
-    with TestClient(create_app(Settings(data_dir=tmp_path, mock_demo_delay=0.35)), base_url=BASE) as client:
+    with TestClient(create_app(Settings(data_dir=tmp_path, mock_delay=0.02, mock_demo_delay=0.35)), base_url=BASE) as client:
         page = client.get("/").text
-        assert 'name="pace"' in page and "demo pace: 0.35 s between writes" in page and "--mock-delay" in page
+        assert 'name="pace"' in page and "demo pace: 0.35 s between writes" in page and "--mock-delay: 0.02 s" in page
         response = client.post("/connect", data=form, follow_redirects=False)
         assert response.status_code == 303
     assert len(asked) == 1 and asked[0].get("delay") == delay
