@@ -57,3 +57,23 @@ def test_a_replays_timeline_says_its_time_is_virtual() -> None:
         times = [t for t in text_of(page).split() if t.startswith("+")]
         assert times and "virtual +" in text_of(page)
         assert 'class="virtual" title="Virtual time:' in page
+
+
+def test_a_client_that_disconnects_after_the_buffer_broke_sees_both() -> None:
+    from assembler.config import AssembleConfig
+    from web.live import LiveSession, LiveSource
+    from web.summary import session_summary
+    from web.triage import card_diagnosis
+
+    events = [e + b"\n\n" for e in DEMOS["openai-invalid"].wire.split(b"\n\n") if e.strip()]
+    last_fragment = max(i for i, e in enumerate(events) if b'"arguments"' in e)
+    source = LiveSource("mock/v1/chat/completions", upstream="mock", endpoint="/v1/chat/completions", dialect="openai-chat", request={"model": "invalid", "stream": True})
+    session = LiveSession("s", source, AssembleConfig())
+    source.http_status, source.content_type = 200, "text/event-stream"
+    session.feed_bytes(b"".join(events[: last_fragment + 1]))  # every fragment, not the end
+    session.cancel("client disconnected")
+    [card] = session.cards.values()
+    assert card.view.state.value == "cancelled"
+    dx = card_diagnosis(session, card)
+    assert dx is not None and dx["would_have_failed"] == WOULD
+    assert session_summary(session) == f"1 of 1 call CANCELLED — {WOULD}"
