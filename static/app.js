@@ -158,11 +158,7 @@
     if (!st || !panel || !st.dataset.triage || !panel.dataset.src || triageLoading) return;
     if (panel.dataset.state === st.dataset.triage) return;
     const wanted = st.dataset.triage;
-    if (wanted.endsWith(":done")) {
-      // The replay is over: the panel's "shown when the replay is over" no longer holds.
-      panel.querySelectorAll(".pending").forEach((p) => { p.textContent = "Working it out…"; });
-      panel.setAttribute("aria-busy", "true");
-    }
+    if (wanted.endsWith(":done")) panel.setAttribute("aria-busy", "true");  // app.css says "Working it out…"
     triageLoading = true;
     fetch(panel.dataset.src, { headers: { "HX-Request": "true" }, credentials: "same-origin" })
       .then((response) => (response.ok ? response.text() : null))
