@@ -446,6 +446,7 @@ class Assembler:
         for call in self._ordered():
             if not call.machine.state.terminal:
                 call.reason = Reason.CANCELLED.with_detail(detail)
+                call.diagnosis = call.cut_off("cancelled")  # what the buffer held: offsets and token classes only
                 call.buffer = None
                 self._move(call, CallInput.CANCEL, out)
         self._set_end("cancelled", detail, out)

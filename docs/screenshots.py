@@ -2,8 +2,9 @@
 
 Serves the dashboard with uvicorn on a free loopback port, drives Debian's Chromium
 (``/usr/bin/chromium``) through Playwright, and writes PNGs to ``OUT_DIR`` (default
-``test-artifacts/screenshots``): the index, a session mid-replay and finished, light and
-dark themes, presentation mode, a capture with gateway quirks, and the two images the
+``test-artifacts/screenshots``): the index (with the sessions started before it), a session mid-replay
+and finished, light and dark themes, presentation mode at 1280x720, a capture with gateway
+quirks, and the two images the
 README shows (``--docs`` also copies those to ``docs/``).
 """
 
@@ -13,6 +14,7 @@ import argparse
 import shutil
 import socket
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -68,7 +70,8 @@ def shoot(out: Path, captures: Path | None) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     shots: list[Path] = []
-    settings = Settings(port=free_port(), replay_rate=12, captures_dir=captures)
+    data = tempfile.mkdtemp(prefix="toollatch-shots-")  # an empty store: no stored sources of the user's
+    settings = Settings(port=free_port(), replay_rate=12, captures_dir=captures, data_dir=Path(data))
     with serve(settings) as base, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
 
@@ -81,9 +84,6 @@ def shoot(out: Path, captures: Path | None) -> list[Path]:
             page.screenshot(path=str(path), full_page=full)
             shots.append(path)
 
-        page = new_page(height=1100)
-        page.goto(base + "/")
-        save(page, "index")
 
         # Mid-replay: pause once both parallel calls are open and filling.
         page = new_page()
@@ -93,11 +93,13 @@ def shoot(out: Path, captures: Path | None) -> list[Path]:
         page.wait_for_selector(".pill.status-paused")
         save(page, "session-mid-replay")
 
-        page = new_page()
-        start(page, base, "anthropic-parallel")
+        page = new_page(width=1280, height=720)
+        start(page, base, "openai-invalid")
         page.select_option("select[name=speed]", "20")
         page.wait_for_selector(DONE, timeout=30_000)
+        page.wait_for_selector("#triage[data-state$=done]")
         save(page, "session")
+        save(page, "session-full", full=True)
 
         page = new_page("dark")
         start(page, base, "openai-invalid")
@@ -105,8 +107,9 @@ def shoot(out: Path, captures: Path | None) -> list[Path]:
         page.wait_for_selector(DONE, timeout=30_000)
         save(page, "session-dark")
 
-        page = new_page(width=1600, height=900)
-        start(page, base, "openai-cancel")
+        # Presentation mode at a projector's 1280x720: both calls of the turn on screen.
+        page = new_page(width=1280, height=720)
+        start(page, base, "anthropic-parallel")
         page.keyboard.press("p")
         page.wait_for_function("document.documentElement.classList.contains('present')")
         page.wait_for_selector(DONE, timeout=30_000)
@@ -120,6 +123,12 @@ def shoot(out: Path, captures: Path | None) -> list[Path]:
             page.select_option("select[name=speed]", "max")
             page.wait_for_selector(DONE, timeout=30_000)
             save(page, "session-quirks")
+        # Last: the session list then shows the sessions above with their verdict chips.
+        page = new_page(width=1280, height=720)
+        page.goto(base + "/")
+        page.wait_for_selector("#sessions .chip")
+        save(page, "index")
+        save(page, "index-full", full=True)
         browser.close()
     return shots
 
@@ -128,7 +137,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", nargs="?", default=str(ROOT / "test-artifacts" / "screenshots"))
     parser.add_argument("--captures", default=str(ROOT.parent / "shared" / "captures"))
-    parser.add_argument("--docs", action="store_true", help="also refresh docs/screenshot-index.png and docs/screenshot-session.png")
+    parser.add_argument("--docs", action="store_true", help="also refresh docs/screenshot-index.png, docs/screenshot-session.png and docs/screenshot-presentation.png")
     args = parser.parse_args()
     captures = Path(args.captures) if Path(args.captures).is_dir() else None
     shots = shoot(Path(args.out), captures)
@@ -137,6 +146,7 @@ def main() -> int:
     if args.docs:
         shutil.copyfile(Path(args.out) / "index.png", ROOT / "docs" / "screenshot-index.png")
         shutil.copyfile(Path(args.out) / "session.png", ROOT / "docs" / "screenshot-session.png")
+        shutil.copyfile(Path(args.out) / "session-presentation.png", ROOT / "docs" / "screenshot-presentation.png")
     return 0
 
 

@@ -158,6 +158,7 @@
     if (!st || !panel || !st.dataset.triage || !panel.dataset.src || triageLoading) return;
     if (panel.dataset.state === st.dataset.triage) return;
     const wanted = st.dataset.triage;
+    if (wanted.endsWith(":done")) panel.setAttribute("aria-busy", "true");  // app.css says "Working it out…"
     triageLoading = true;
     fetch(panel.dataset.src, { headers: { "HX-Request": "true" }, credentials: "same-origin" })
       .then((response) => (response.ok ? response.text() : null))
@@ -213,7 +214,40 @@
     action();
   }
 
+  // ------------------------------------------------------------------ drag-and-drop upload
+
+  // A [data-dropzone] holds a file input: a file dropped on the zone becomes the input's
+  // file, as if chosen with its button. Nothing is read here; the form uploads it.
+  function wireDropzones() {
+    document.querySelectorAll("[data-dropzone]").forEach((zone) => {
+      const input = zone.querySelector("input[type=file]");
+      if (!input) return;
+      const over = (event) => {
+        if (!event.dataTransfer || !Array.from(event.dataTransfer.types || []).includes("Files")) return;
+        event.preventDefault();
+        zone.classList.add("dragging");
+      };
+      zone.addEventListener("dragenter", over);
+      zone.addEventListener("dragover", over);
+      zone.addEventListener("dragleave", (event) => {
+        if (!zone.contains(event.relatedTarget)) zone.classList.remove("dragging");
+      });
+      zone.addEventListener("drop", (event) => {
+        zone.classList.remove("dragging");
+        const files = event.dataTransfer && event.dataTransfer.files;
+        if (!files || !files.length) return;
+        event.preventDefault();
+        const one = new DataTransfer();
+        one.items.add(files[0]);
+        input.files = one.files;
+        input.dispatchEvent(new Event("change", { bubbles: true }));
+      });
+      input.addEventListener("change", () => zone.classList.toggle("has-file", input.files.length > 0));
+    });
+  }
+
   function init() {
+    wireDropzones();
     live = document.getElementById("live");
     document.querySelectorAll("[data-toggle=theme]").forEach((b) => b.addEventListener("click", toggleTheme));
     document.querySelectorAll("[data-toggle=present]").forEach((b) => b.addEventListener("click", togglePresent));

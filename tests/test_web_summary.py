@@ -95,17 +95,20 @@ def test_a_summary_names_several_reasons_and_counts_the_rest() -> None:
 
     class View:
         def __init__(self, state: CallState, reason: str | None) -> None:
-            self.state, self.reason = state, reason
+            self.state, self.reason, self.key = state, reason, None
 
     class Card:
         def __init__(self, state: CallState, reason: str | None = None) -> None:
-            self.view = View(state, reason)
+            self.view, self.stream = View(state, reason), 0
 
     class Status:
         done = True
 
+    class Pipeline:
+        streams: list[Any] = []  # no outcomes: nothing to say about a cancelled buffer
+
     class Fake:
-        status, error = Status(), None
+        status, error, pipeline = Status(), None, Pipeline()
         cards: dict[str, Any] = {}
 
     fake = Fake()

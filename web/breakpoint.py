@@ -227,6 +227,19 @@ def text_window(fragments: list[str], offset: int) -> tuple[str, str]:
     return data[lo:offset].decode("utf-8", "replace"), data[offset:hi].decode("utf-8", "replace")
 
 
+def would_have_failed(diagnosis: dict[str, Any] | None) -> str | None:
+    """For a CANCELLED call's ``cut_off`` diagnosis: ``"the buffer would have failed:
+    invalid JSON at byte 90"`` when the text received so far had already stopped being a
+    JSON prefix (so no stream end could have committed it), else ``None``. Offsets only,
+    never text."""
+    if not diagnosis or diagnosis.get("kind") != "cut_off":
+        return None
+    text = diagnosis.get("text")
+    if not isinstance(text, dict) or text.get("kind") != "invalid":
+        return None
+    return f"the buffer would have failed: invalid JSON at byte {text['byte_offset']}"
+
+
 def describe(diagnosis: dict[str, Any] | None) -> str:
     """The diagnosis in words: "broke in fragment k at byte b, expected …", depth, or JSON Pointers."""
     if not diagnosis:

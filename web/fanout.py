@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import triage
 from .render import Renderer
 from .session import Changes, Session
 
@@ -192,6 +193,8 @@ class Broadcaster:
         changes = self.session.take_changes()
         if not changes.any() or not self.viewers:
             return  # a viewer that connects later starts from the full state
+        if changes.status and self.session.status.done:
+            triage.prewarm(self.session)  # the page fetches the panel as soon as this frame arrives
         now = self._clock()
         self._last = now
         self.renders += 1

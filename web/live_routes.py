@@ -59,6 +59,8 @@ def install(app: FastAPI, settings: Settings, store: LiveSessionStore, renderer:
         "proxy_base": f"http://{host}:{settings.port}/proxy",
         "live_upstreams": [{"name": n, "mock": upstreams.is_mock(n)} for n in upstreams.names()],
         "scenarios": provider.scenarios(),
+        "mock_delay": settings.mock_delay,
+        "mock_demo_delay": settings.mock_demo_delay,
     }
     app.state.mock = provider
     app.include_router(mock_module.build_router(provider, prefix="/mock"))
@@ -93,7 +95,7 @@ def _router(
     @router.post("/connect")
     async def connect(request: Request) -> Response:
         async with request.form(max_files=0, max_fields=_MAX_FORM_FIELDS) as form:
-            fields = {k: str(form.get(k) or "") for k in ("upstream", "api", "model", "tools", "prompt")}
+            fields = {k: str(form.get(k) or "") for k in ("upstream", "api", "model", "tools", "prompt", "pace")}
         name = fields["upstream"] or "mock"
         if upstreams.base(name) is None:
             return error_page("Unknown upstream", f"There is no upstream {name!r}.", 400)
@@ -107,7 +109,10 @@ def _router(
         secrets = proxy.secret_values(headers)
         proxy.FORWARDED.set(tuple(secrets))  # this request's context (and its reading task's): log lines scrubbed of them
         session = proxy.new_session(store, name, plan.path, body, secrets)
-        upstream = await proxy.open_upstream(upstreams, store, name, "POST", plan.path, "", headers, body, session)
+        # The mock at demo pace (the form's default) writes every mock_demo_delay seconds;
+        # otherwise at its own pace (--mock-delay), the one agents through the proxy get.
+        query = f"delay={settings.mock_demo_delay:g}" if mock and fields["pace"] == "demo" else ""
+        upstream = await proxy.open_upstream(upstreams, store, name, "POST", plan.path, query, headers, body, session)
         if isinstance(upstream, httpx.Response):
             task = asyncio.get_running_loop().create_task(proxy.consume(upstream, session, store, secrets), name=f"connect-{session.id}")
             session.abort = task.cancel

@@ -80,9 +80,10 @@ def plural(n: int, singular: str, many: str | None = None) -> str:
     return f"{n:,} {singular if n == 1 else (many or singular + 's')}"
 
 
-def fmt_t(t: float) -> str:
-    """Seconds since stream start as ``+1.250 s``."""
-    return f"+{t:.3f} s"
+def fmt_t(t: float, virtual: bool = False) -> str:
+    """Seconds since stream start as ``+1.250 s``; a replay's virtual clock (one ``1 / rate``
+    second tick per provider event, whatever the playback speed) as ``virtual +1,040.000 s``."""
+    return f"virtual +{t:,.3f} s" if virtual else f"+{t:,.3f} s"
 
 
 def _verdict_label(expected: str) -> str:

@@ -79,7 +79,10 @@ class Settings:
     goes to ``<base_url>/<path>``); ``openai``, ``anthropic`` and ``mock`` not listed go to
     the built-in mock provider. ``api_key_env``: ``{upstream: ENV_VAR}``, the variable a
     direct connection reads its API key from. ``mock_delay``: seconds between the mock's
-    writes (``$TOOLLATCH_MOCK_DELAY``, default 0.02). ``mock_rechunk``: a seed to re-chunk
+    writes (``$TOOLLATCH_MOCK_DELAY``, default 0.02), for agents streaming through the proxy.
+    ``mock_demo_delay``: seconds between the mock's writes when the dashboard's *Connect
+    and stream* form drives it at *demo pace* (default 0.2: a scenario streams for seconds,
+    slow enough to watch). ``mock_rechunk``: a seed to re-chunk
     the mock's bodies at random byte positions (``None``: one provider event a write).
     """
 
@@ -97,6 +100,7 @@ class Settings:
     upstreams: dict[str, str] = field(default_factory=dict)
     api_key_env: dict[str, str] = field(default_factory=dict)
     mock_delay: float = field(default_factory=lambda: float(os.environ.get("TOOLLATCH_MOCK_DELAY") or 0.02))
+    mock_demo_delay: float = 0.2
     mock_rechunk: int | None = None
 
     def trusted_hosts(self) -> list[str]:

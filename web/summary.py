@@ -11,7 +11,8 @@ from collections import Counter
 from assembler.model import CallState
 
 from .glossary import short_reason
-from .session import Session
+from .session import Card, Session
+from .triage import card_diagnosis
 
 #: Verdict states in the order chips and summaries name them.
 VERDICT_ORDER = (CallState.FAILED, CallState.CANCELLED, CallState.COMMITTED)
@@ -24,6 +25,15 @@ def verdict_counts(session: Session) -> list[tuple[str, int]]:
     before any verdict."""
     counts = Counter(card.view.state for card in session.cards.values() if card.view.state.terminal)
     return [(state.value, counts[state]) for state in VERDICT_ORDER if counts[state]]
+
+
+def _would_have_failed(session: Session, cancelled: list[Card]) -> str:
+    """``" — the buffer would have failed: invalid JSON at byte 90"`` for the first cancelled
+    call whose buffer had already stopped being JSON (one more is counted), else ``""``."""
+    found = [dx["would_have_failed"] for dx in (card_diagnosis(session, card) for card in cancelled) if dx]
+    if not found:
+        return ""
+    return f" — {found[0]}" + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
 
 
 def session_summary(session: Session) -> str | None:
@@ -46,7 +56,10 @@ def session_summary(session: Session) -> str | None:
         parts.append(f"{len(failed)} of {total} {calls} FAILED: {named}")
     for state in (CallState.CANCELLED, CallState.COMMITTED):
         if counts[state]:
-            parts.append(f"{counts[state]} of {total} {calls} {state.name}" if not parts else f"{counts[state]} {state.name}")
+            part = f"{counts[state]} of {total} {calls} {state.name}" if not parts else f"{counts[state]} {state.name}"
+            if state is CallState.CANCELLED:
+                part += _would_have_failed(session, [card for card in cards if card.view.state is CallState.CANCELLED])
+            parts.append(part)
     unsettled = total - sum(counts[s] for s in VERDICT_ORDER)
     if unsettled:
         parts.append(f"{unsettled} without a verdict")

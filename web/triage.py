@@ -71,6 +71,10 @@ class _Cache:
     full_size: tuple[int, int] | None = None  # source bytes and events ``full`` was assembled from
     state: tuple[int, int, int, int, str] | None = None
     view: dict[str, Any] | None = None
+    # The computation under way, and the state it is for: a view asked for meanwhile (the
+    # page's fetch right after the prewarm at the end of a replay) waits for it.
+    running: asyncio.Future[dict[str, Any]] | None = None
+    running_state: tuple[int, int, int, int, str] | None = None
 
 
 @dataclass
@@ -192,12 +196,19 @@ def outcome(session: Session, stream: int, key: tuple[int, ...]) -> CallOutcome 
 
 
 def card_diagnosis(session: Session, card: Card) -> dict[str, Any] | None:
-    """``{"text", "diagnosis"}`` for a FAILED card with a diagnosis, else None (cheap: no re-read)."""
-    if card.view.state is not CallState.FAILED:
+    """``{"text", "diagnosis"}`` for a FAILED card with a diagnosis, else None (cheap: no
+    re-read). For a CANCELLED card whose buffer had already stopped being JSON,
+    ``{"text", "diagnosis", "would_have_failed"}``, ``text`` saying where the buffer broke (see :func:`breakpoint.would_have_failed`)."""
+    if card.view.state not in (CallState.FAILED, CallState.CANCELLED):
         return None
     call = outcome(session, card.stream, card.view.key)
     if call is None or not call.diagnosis:
         return None
+    if card.view.state is CallState.CANCELLED:
+        would = breakpoint.would_have_failed(call.diagnosis)
+        if would is None:
+            return None
+        return session.scrubbed({"text": breakpoint.describe(call.diagnosis["text"]), "diagnosis": call.diagnosis, "would_have_failed": would})
     return session.scrubbed({"text": breakpoint.describe(call.diagnosis), "diagnosis": call.diagnosis})
 
 
@@ -290,6 +301,29 @@ def provider_messages(session: Session, reveal: bool) -> list[dict[str, Any]]:
     return out
 
 
+async def _compute_safely(session: Session, results: list[StreamResult], done: bool, reveal: bool) -> dict[str, Any]:
+    try:
+        return await asyncio.to_thread(_compute, session.source, session.pipeline.dialect, session.position, results, done, reveal)
+    except Exception as exc:  # never a 500: the lane and contexts are extras
+        log.error("session %s: triage failed with %s", session.id, type(exc).__name__)
+        return {"diagnoses": [], "other_failures": [], "naive_lane": None, "naive_lane_error": None, "error": f"Triage failed ({type(exc).__name__})."}
+
+
+_prewarming: set[asyncio.Task[Any]] = set()
+
+
+def prewarm(session: Session) -> None:
+    """Start working out the triage view of a session that just ended (in a worker thread),
+    so the panel the page fetches when it sees the end is ready sooner. Needs a running loop."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # rendered outside the server's loop: the page's fetch works it out
+        return
+    task = loop.create_task(view(session), name=f"triage-{session.id}")
+    _prewarming.add(task)
+    task.add_done_callback(_prewarming.discard)
+
+
 async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """The triage panel's data and the ``triage`` member of the session's JSON twin."""
     results = session.pipeline.results()
@@ -301,11 +335,13 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
     # and a live source grows.
     state = (session.generation, session.position, len(session.verdicts), session.source.size, f"{session.status.value}:{reveal}")
     if cache.state != state or cache.view is None:
-        try:
-            computed = await asyncio.to_thread(_compute, session.source, session.pipeline.dialect, session.position, results, done, reveal)
-        except Exception as exc:  # never a 500: the lane and contexts are extras
-            log.error("session %s: triage failed with %s", session.id, type(exc).__name__)
-            computed = {"diagnoses": [], "other_failures": [], "naive_lane": None, "naive_lane_error": None, "error": f"Triage failed ({type(exc).__name__})."}
+        if cache.running is None or cache.running_state != state:
+            cache.running_state = state
+            cache.running = asyncio.ensure_future(_compute_safely(session, results, done, reveal))
+        running = cache.running
+        computed = await asyncio.shield(running)
+        if cache.running is running:
+            cache.running = None
         cache.state, cache.view = state, computed
     # Ended without a stream (an upstream HTTP error, a connect failure): say what happened
     # and offer nothing that would have no stream to work on.
