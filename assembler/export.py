@@ -45,7 +45,7 @@ from .pipeline import ADAPTER_FAULTS, Pipeline
 from .config import AssembleConfig
 from .registry import ToolRegistry
 from .redactor import mask_arguments, mask_json_text, mask_value, placeholder
-from .scalarmask import CallRef, MaskPlan
+from .scalarmask import CallRef, MaskPlan, assembler_key
 
 Json = Any
 
@@ -100,6 +100,7 @@ class _Planner:
     def __init__(self, dialect: str | None, committed: Committed | None, registry: ToolRegistry | None, config: AssembleConfig | None) -> None:
         self._recorder = EventRedactor(dialect, keep=False, record=True)
         self._committed = committed
+        self._registry = registry
         self._pipeline: Pipeline | None = None
         if committed is None:
             self._pipeline = Pipeline(dialect, config=config, registry=registry, emit_events=False, progress_events=False)
@@ -115,15 +116,25 @@ class _Planner:
     def finish(self) -> MaskPlan:
         self._recorder.finish()
         committed, some_failed = self._committed, self._committed is not None  # given verdicts: a call without text may have failed
+        names = {assembler_key(call): name for call, name in self._recorder.names.items()}
         if self._pipeline is not None:
             try:
                 self._pipeline.close()
                 results = self._pipeline.results()
                 committed = committed_calls(results)
                 some_failed = any(c.state is not CallState.COMMITTED for r in results for c in r.calls)
+                names = {(i, c.key): c.name for i, r in enumerate(results) for c in r.calls if c.name is not None}
             except CaptureError:
                 committed = set()
-        plan = MaskPlan(self._recorder.texts, committed or set())
+        committed = committed or set()
+        published: dict[tuple[int, CallKey], frozenset[str]] = {}
+        by_name: dict[str, frozenset[str]] = {}
+        if self._registry is not None:  # what each committed call's tool schema publishes
+            for call in committed:
+                name = names.get(call)
+                if name is not None and (strings := self._registry.published(name)):
+                    published[call] = by_name[name] = strings
+        plan = MaskPlan(self._recorder.texts, committed, published, by_name)
         plan.any_failed = plan.any_failed or some_failed
         return plan
 
@@ -198,6 +209,11 @@ class EventRedactor:
         self._adapter, self._masker = make_adapter(found), DialectMasker(found, self._plan, record=self._record)
         held, self._held = self._held, []
         return [masked for e in held if (masked := self._mask(e)) is not None]
+
+    @property
+    def names(self) -> dict[CallRef, str]:
+        """Every call's tool name as the ledger followed it; empty when no adapter reads the input."""
+        return self._masker.ledger.names if self._masker is not None else {}
 
     @property
     def texts(self) -> dict[CallRef, tuple[list[str], str | None]]:

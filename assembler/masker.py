@@ -279,7 +279,8 @@ class DialectMasker(PlaceMasker):
         for field in list(call):
             value = call[field]
             if field == "args":
-                call[field] = mask_scalars_value(value) if every else mask_arguments(value)
+                keep = self.plan.published_for(call.get("name")) if self.plan is not None else frozenset()
+                call[field] = mask_scalars_value(value) if every else mask_arguments(value, keep=keep)
             elif field == "partialArgs" and isinstance(value, list):
                 for i, entry in enumerate(value):
                     if not isinstance(entry, dict):

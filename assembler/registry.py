@@ -94,6 +94,32 @@ def _property_names(schema: Any) -> frozenset[str]:
     return frozenset(names)
 
 
+def published_strings(schema: Any) -> frozenset[str]:
+    """Every string a schema publishes as a value: a member of an ``enum`` or a ``const``
+    (strings inside an object or array member too), at any depth, ``$defs`` included.
+    Iterative: a deep schema costs no recursion."""
+    found: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for keyword in ("enum", "const"):
+                if keyword in node and not (keyword == "enum" and not isinstance(node[keyword], list)):
+                    values = [node[keyword]]
+                    while values:
+                        value = values.pop()
+                        if isinstance(value, str):
+                            found.add(value)
+                        elif isinstance(value, dict):
+                            values.extend(value.values())
+                        elif isinstance(value, list):
+                            values.extend(value)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(found)
+
+
 def _segment(part: Any) -> str:
     """``/`` and ``part`` as a JSON Pointer reference token (RFC 6901: ``~`` as ``~0``, ``/`` as ``~1``)."""
     return "/" + str(part).replace("~", "~0").replace("/", "~1")
@@ -225,6 +251,7 @@ class ToolRegistry:
     def __init__(self, schemas: dict[str, dict[str, Any] | None], *, build_seconds: float = BUILD_CHECK_SECONDS) -> None:
         self._validators: dict[str, Any] = {}
         self._declared: dict[str, frozenset[str]] = {}
+        self._published: dict[str, frozenset[str]] = {}
         #: tool name -> why its schema cannot be applied (a ``$ref`` that does not resolve...)
         self.unusable: dict[str, str] = {}
         self._timed_out: set[str] = set()  # of unusable: the meta-schema check ran out of time
@@ -243,6 +270,7 @@ class ToolRegistry:
             self._validators[name] = cls({}, registry=_NO_RETRIEVAL)
             return
         self._declared[name] = _property_names(schema)
+        self._published[name] = published_strings(schema)
         try:
             check_schema(cls, schema)
             unresolved = _unresolved_ref(cls, schema)
@@ -315,6 +343,12 @@ class ToolRegistry:
 
     def __contains__(self, name: object) -> bool:
         return name in self._validators
+
+    def published(self, name: str) -> frozenset[str]:
+        """The strings tool ``name``'s schema publishes as values (:func:`published_strings`:
+        ``enum`` members and ``const`` values); empty for a tool without a schema, an
+        unknown name, or a schema too large to check."""
+        return self._published.get(name, frozenset())
 
     def validate(self, name: str, arguments: Any, seconds: float = CALL_CHECK_SECONDS) -> list[SchemaIssue]:
         """All schema errors of ``arguments`` for tool ``name`` (empty when valid or no schema).

@@ -1,0 +1,93 @@
+"""Masking a committed call's argument text, keeping the values its tool's schema publishes.
+
+A redacted reproducer (:mod:`.export`) masks every string value of a committed call's
+argument text (:func:`~.redactor.mask_json_text`). A string the call's tool schema itself
+lists as an ``enum`` member or a ``const`` (:func:`~.registry.published_strings`) is no
+secret: whoever reads the reproducer has the tools file, and a masked ``"c"`` where the
+schema says ``{"enum": ["c", "f"]}`` would fail the replay's schema check
+(``schema_invalid``) where the original committed. :func:`mask_keeping` therefore keeps
+a string value that equals one of them, and masks every other as the scanner does.
+
+A string may span fragments, so each one is decided once it is whole (its closing quote):
+its characters are written as they were, or as ``x`` runs of their UTF-8 byte length
+(escapes included). Fragment boundaries and byte lengths are unchanged; cost is linear in
+the text. A string the text ends in (or breaks in) is masked.
+
+Limit: a committed string constrained otherwise (``pattern``, ``format``, ``minLength``
+with multi-byte characters...) is still masked and may replay to a different verdict.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .jsonprefix import _IN_STRING, JSONPrefixScanner, _Mode  # the scanner's own states
+
+
+def mask_keeping(fragments: list[str], keep: frozenset[str]) -> list[str] | None:
+    """``fragments`` of one committed call's argument text with every string value masked
+    (keys, numbers and literals kept, as :class:`~.jsonprefix.JSONPrefixScanner` with
+    ``mask=True`` does, everything from where the text stops being a JSON prefix masked)
+    except the string values equal to a member of ``keep``. The same number of fragments,
+    each of the same UTF-8 byte length. None when no string was kept (the scanner's
+    masking is the answer)."""
+    if not keep:
+        return None
+    scanner = JSONPrefixScanner()
+    out: list[str] = []  # one entry per input character
+    ends: list[int] = []  # where each fragment's characters end in ``out``
+    pending: list[int] = []  # indexes in ``out`` of the string value being read
+    raw: list[str] = []  # its characters as written (escapes undecoded)
+    kept = False
+    stopped = False
+
+    def settle(keep_it: bool) -> None:
+        if not keep_it:
+            for index in pending:
+                ch = out[index]
+                out[index] = "x" * (1 if ch < "\x80" else len(ch.encode("utf-8", "surrogatepass")))
+        pending.clear()
+        raw.clear()
+
+    for fragment in fragments:
+        for ch in fragment:
+            if stopped:
+                out.append("x" * (1 if ch < "\x80" else len(ch.encode("utf-8", "surrogatepass"))))
+                continue
+            mode = scanner._mode
+            closing = mode is _Mode.STRING and ch == '"'
+            content = mode in _IN_STRING and not scanner._in_key and not closing
+            if not scanner._step(ch):
+                stopped = True
+                settle(False)
+                out.append("x" * (1 if ch < "\x80" else len(ch.encode("utf-8", "surrogatepass"))))
+                continue
+            if content:
+                pending.append(len(out))
+                raw.append(ch)
+            elif closing and pending and scanner._mode is not _Mode.COLON:  # a value string ended
+                found = _decoded("".join(raw)) in keep
+                kept = kept or found
+                settle(found)
+            out.append(ch)
+        ends.append(len(out))
+    settle(False)  # a string the text ends in
+    if not kept:
+        return None
+    masked, start = [], 0
+    for end in ends:
+        masked.append("".join(out[start:end]))
+        start = end
+    return masked
+
+
+def _decoded(raw: str) -> str | None:
+    """A string literal's inside as the value it stands for (None: not one)."""
+    try:
+        value = json.loads(f'"{raw}"')
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+__all__ = ["mask_keeping"]
