@@ -2,7 +2,7 @@
 
 A redacted reproducer (:mod:`.export`) masks every string value of a committed call's
 argument text (:func:`~.redactor.mask_json_text`). A string the call's tool schema itself
-lists as an ``enum`` member or a ``const`` (:func:`~.registry.published_strings`) is no
+lists as an ``enum`` member or a ``const`` (:func:`published_strings`) is no
 secret: whoever reads the reproducer has the tools file, and a masked ``"c"`` where the
 schema says ``{"enum": ["c", "f"]}`` would fail the replay's schema check
 (``schema_invalid``) where the original committed. :func:`mask_keeping` therefore keeps
@@ -20,8 +20,35 @@ with multi-byte characters...) is still masked and may replay to a different ver
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from .jsonprefix import _IN_STRING, JSONPrefixScanner, _Mode  # the scanner's own states
+
+
+def published_strings(schema: Any) -> frozenset[str]:
+    """Every string a schema publishes as a value: a member of an ``enum`` or a ``const``
+    (strings inside an object or array member too), at any depth, ``$defs`` included.
+    Iterative: a deep schema costs no recursion."""
+    found: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for keyword in ("enum", "const"):
+                if keyword in node and not (keyword == "enum" and not isinstance(node[keyword], list)):
+                    values = [node[keyword]]
+                    while values:
+                        value = values.pop()
+                        if isinstance(value, str):
+                            found.add(value)
+                        elif isinstance(value, dict):
+                            values.extend(value.values())
+                        elif isinstance(value, list):
+                            values.extend(value)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(found)
 
 
 def mask_keeping(fragments: list[str], keep: frozenset[str]) -> list[str] | None:
@@ -90,4 +117,4 @@ def _decoded(raw: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-__all__ = ["mask_keeping"]
+__all__ = ["mask_keeping", "published_strings"]

@@ -24,6 +24,7 @@ from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 from jsonschema_specifications import REGISTRY as META_SCHEMAS
 
+from .published import published_strings
 from .schemacheck import BUILD_CHECK_SECONDS, CALL_CHECK_SECONDS, SchemaCheckTimeout, bounded, check_schema, schema_size_fault, time_limit
 from .untrusted import parse_json, short
 
@@ -92,32 +93,6 @@ def _property_names(schema: Any) -> frozenset[str]:
         elif isinstance(node, list):
             stack.extend(node)
     return frozenset(names)
-
-
-def published_strings(schema: Any) -> frozenset[str]:
-    """Every string a schema publishes as a value: a member of an ``enum`` or a ``const``
-    (strings inside an object or array member too), at any depth, ``$defs`` included.
-    Iterative: a deep schema costs no recursion."""
-    found: set[str] = set()
-    stack = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for keyword in ("enum", "const"):
-                if keyword in node and not (keyword == "enum" and not isinstance(node[keyword], list)):
-                    values = [node[keyword]]
-                    while values:
-                        value = values.pop()
-                        if isinstance(value, str):
-                            found.add(value)
-                        elif isinstance(value, dict):
-                            values.extend(value.values())
-                        elif isinstance(value, list):
-                            values.extend(value)
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return frozenset(found)
 
 
 def _segment(part: Any) -> str:
