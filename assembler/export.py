@@ -5,7 +5,9 @@ types, the order, ids and tool names stay; so do the *argument fragments' bounda
 UTF-8 byte lengths*: inside argument text every string value is replaced by ``x``
 characters of the same byte length, whether the text arrives as a string or as a JSON
 value (:mod:`.masker` lists every place). A committed call keeps its object keys, numbers
-and literals (the text stays exactly as valid as it was); a call that did not commit keeps
+and literals (the text stays exactly as valid as it was), and the string values its own
+tool's schema publishes (``enum`` members, ``const``: :mod:`.published`; the reader of a
+reproducer has the tools file); a call that did not commit keeps
 none of them: every scalar of its text is masked, keeping token classes and where it
 breaks (:mod:`.scalarmask`). Which calls committed is found by assembling the capture first
 (with the caller's tools and settings) or given by the caller. A provider error's free
@@ -24,9 +26,10 @@ numbers and literals kept).
 before its stream's end (a call after ``[DONE]``, a ``.done`` text that differs, a place no
 adapter reads): such an input is never "argument text of committed calls only".
 
-Limits: a tool registry whose schema constrains string values (``enum``, ``pattern``) may
-judge the placeholders differently, and a schema check of a failed call's masked keys
-differs; such verdicts can differ after redaction. An event
+Limits: a committed string a tool's schema constrains otherwise (``pattern``, ``format``,
+``minLength`` with multi-byte characters...) is masked, and its placeholder may be judged
+differently; a Gemini ``partialArgs`` ``stringValue`` is always masked; a schema check of a
+failed call's masked keys differs; such verdicts can differ after redaction. An event
 whose text repeats an object key loses the repetition (events are written back from
 their parsed value).
 """
@@ -42,6 +45,7 @@ from .masker import DialectMasker
 from .model import CallKey, CallState, Op, StreamError, StreamResult
 from . import jsontext
 from .pipeline import ADAPTER_FAULTS, Pipeline
+from .published import kept_pieces
 from .config import AssembleConfig
 from .registry import ToolRegistry
 from .redactor import mask_arguments, mask_json_text, mask_value, placeholder
@@ -135,6 +139,8 @@ class _Planner:
                 if name is not None and (strings := self._registry.published(name)):
                     published[call] = by_name[name] = strings
         plan = MaskPlan(self._recorder.texts, committed, published, by_name)
+        if by_name and (strings := self._recorder.piece_strings):
+            plan.kept_pieces = kept_pieces(strings, by_name)
         plan.any_failed = plan.any_failed or some_failed
         return plan
 
@@ -209,6 +215,11 @@ class EventRedactor:
         self._adapter, self._masker = make_adapter(found), DialectMasker(found, self._plan, record=self._record)
         held, self._held = self._held, []
         return [masked for e in held if (masked := self._mask(e)) is not None]
+
+    @property
+    def piece_strings(self) -> list[tuple[str | None, list[str]]]:
+        """With ``record``: the Gemini ``stringValue`` strings (:class:`~.published.StringPieces`)."""
+        return (self._masker.pieces.strings or []) if self._masker is not None else []
 
     @property
     def names(self) -> dict[CallRef, str]:

@@ -108,6 +108,48 @@ def mask_keeping(fragments: list[str], keep: frozenset[str]) -> list[str] | None
     return masked
 
 
+class StringPieces:
+    """Gemini ``partialArgs`` ``stringValue`` pieces, grouped into the strings they make up
+    (one per call and ``jsonPath``, as the adapter appends them), so a piece of a string its
+    tool's schema publishes can be kept though the string is whole only later.
+
+    The redactor reads a capture twice: with ``record``, the first reading lists each
+    string (:attr:`strings`: its tool name and pieces, in the order strings began); the
+    plan then says which ones are kept (by their number), and the second reading, meeting
+    the same pieces in the same order, asks :meth:`piece` for each one's number.
+    """
+
+    def __init__(self, *, record: bool = False) -> None:
+        self._numbers: dict[tuple[int, int, tuple[str | int, ...]], int] = {}
+        self._calls: dict[int, tuple[int, str | None]] = {}  # candidate -> (call number, tool name)
+        #: with ``record``: ``[(tool name, pieces)]`` by string number (kept in memory)
+        self.strings: list[tuple[str | None, list[str]]] | None = [] if record else None
+
+    def call(self, candidate: int, name: Any) -> None:
+        """A ``functionCall`` part of ``candidate``: one with a name starts a new call."""
+        if isinstance(name, str) and name:
+            number = self._calls.get(candidate, (-1, None))[0] + 1
+            self._calls[candidate] = (number, name)
+
+    def piece(self, candidate: int, path: list[str | int], text: str) -> int:
+        """The number of the string ``text`` is a piece of (its call's value at ``path``)."""
+        number, name = self._calls.get(candidate, (-1, None))
+        slot = (candidate, number, tuple(path))
+        found = self._numbers.get(slot)
+        if found is None:
+            found = self._numbers[slot] = len(self._numbers)
+            if self.strings is not None:
+                self.strings.append((name, []))
+        if self.strings is not None:
+            self.strings[found][1].append(text)
+        return found
+
+
+def kept_pieces(strings: list[tuple[str | None, list[str]]], by_name: dict[str, frozenset[str]]) -> set[int]:
+    """The numbers of the :attr:`StringPieces.strings` whose joined text its tool publishes."""
+    return {n for n, (name, pieces) in enumerate(strings) if name in by_name and "".join(pieces) in by_name[name]}
+
+
 def _decoded(raw: str) -> str | None:
     """A string literal's inside as the value it stands for (None: not one)."""
     try:
@@ -117,4 +159,4 @@ def _decoded(raw: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-__all__ = ["mask_keeping", "published_strings"]
+__all__ = ["StringPieces", "kept_pieces", "mask_keeping", "published_strings"]

@@ -198,6 +198,8 @@ class MaskPlan:
         #: committed texts masked keeping published strings (a text with none kept is absent)
         self.committed_masked: dict[bytes, str] = {}
         self.by_name = by_name or {}
+        #: Gemini ``stringValue`` strings kept (:class:`~.published.StringPieces` numbers)
+        self.kept_pieces: set[int] = set()
         #: some call did not commit (one without any text too, when the caller says so):
         #: where a dialect does not tell whose text a place holds, every scalar is masked
         self.any_failed = False

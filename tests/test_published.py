@@ -125,3 +125,41 @@ def test_anthropic_whole_input_of_a_committed_call_keeps_its_enum_value() -> Non
     assert b'"unit":"f"' in redacted and b"Oslo" not in redacted
     assert verdicts(redacted, registry) == verdicts(raw, registry)
     assert verdicts(raw, registry)[0][0] == "committed"
+
+
+def gemini(*calls: dict[str, Any]) -> bytes:
+    chunks = [{"candidates": [{"content": {"role": "model", "parts": [{"functionCall": call}]}, "index": 0}]} for call in calls]
+    chunks[-1]["candidates"][0]["finishReason"] = "STOP"
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode()
+
+
+def test_gemini_args_and_string_value_pieces_of_a_committed_call_keep_published_strings() -> None:
+    registry = ToolRegistry.from_tools([{"name": "weather", "parameters": WEATHER}])
+    whole = gemini({"name": "weather", "args": {"unit": "c", "city": "Oslo"}})
+    redacted = redact_capture(whole, registry=registry)
+    assert b'"unit": "c"' in redacted.replace(b'":"', b'": "') and b"Oslo" not in redacted
+    assert verdicts(redacted, registry) == verdicts(whole, registry) and verdicts(whole, registry)[0][0] == "committed"
+    pieces = gemini(
+        {"name": "weather", "willContinue": True},
+        {"partialArgs": [{"jsonPath": "$.mode", "stringValue": "me", "willContinue": True}], "willContinue": True},
+        {"partialArgs": [{"jsonPath": "$.city", "stringValue": "me", "willContinue": True}], "willContinue": True},
+        {"partialArgs": [{"jsonPath": "$.mode", "stringValue": "tric"}, {"jsonPath": "$.unit", "stringValue": "f"}], "willContinue": True},
+        {"partialArgs": [{"jsonPath": "$.city", "stringValue": "tro"}]},
+    )
+    redacted = redact_capture(pieces, registry=registry)
+    values = [e.get("stringValue") for ev in read_capture(redacted) for p in ev.data["candidates"][0]["content"]["parts"] for e in p["functionCall"].get("partialArgs", [])]
+    assert values == ["me", "xx", "tric", "f", "xxx"]  # "metro" is no member: both its pieces masked
+    assert verdicts(redacted, registry) == verdicts(pieces, registry) and verdicts(pieces, registry)[0][0] == "committed"
+    assert b"tro" not in redacted
+
+
+def test_gemini_pieces_of_a_call_that_did_not_commit_are_masked() -> None:
+    registry = ToolRegistry.from_tools([{"name": "weather", "parameters": WEATHER}])
+    raw = gemini(
+        {"name": "weather", "willContinue": True},
+        {"partialArgs": [{"jsonPath": "$.mode", "stringValue": "metric"}, {"jsonPath": "$.unit", "stringValue": "k"}]},
+    )  # "k" is no member: schema_invalid
+    redacted = redact_capture(raw, registry=registry)
+    assert b"metric" not in redacted
+    original, replayed = verdicts(raw, registry)[0], verdicts(redacted, registry)[0]
+    assert original[0] == replayed[0] == "failed" and original[1].startswith("schema_invalid") and replayed[1].startswith("schema_invalid")
