@@ -28,8 +28,8 @@ adapter reads): such an input is never "argument text of committed calls only".
 
 Limits: a committed string a tool's schema constrains otherwise (``pattern``, ``format``,
 ``minLength`` with multi-byte characters...) is masked, and its placeholder may be judged
-differently; a Gemini ``partialArgs`` ``stringValue`` is always masked; a schema check of a
-failed call's masked keys differs; such verdicts can differ after redaction. An event
+differently (a Gemini ``partialArgs`` string is kept when its joined pieces are one of
+them: :class:`~.published.StringPieces`); a schema check of a failed call's masked keys differs; such verdicts can differ after redaction. An event
 whose text repeats an object key loses the repetition (events are written back from
 their parsed value).
 """

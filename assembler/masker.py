@@ -18,6 +18,8 @@ adapter reads argument text, whether it arrives as a string or as a JSON value:
 
 Each fragment is matched to the adapter's op for it (by its text, in order), so it is
 masked with its own call's scanner, and its use is recorded in the :class:`~.redactor.Ledger`.
+A committed call's strings that its tool's schema publishes (``enum``, ``const``) are kept,
+as the :class:`~.scalarmask.MaskPlan` says (:mod:`.published`).
 Text fields (assistant text, reasoning, signatures, citations) become placeholders of the
 same byte length. A shape the dialect never has is masked whole.
 """

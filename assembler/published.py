@@ -11,7 +11,11 @@ a string value that equals one of them, and masks every other as the scanner doe
 A string may span fragments, so each one is decided once it is whole (its closing quote):
 its characters are written as they were, or as ``x`` runs of their UTF-8 byte length
 (escapes included). Fragment boundaries and byte lengths are unchanged; cost is linear in
-the text. A string the text ends in (or breaks in) is masked.
+the text. A string the text ends in (or breaks in) is masked. Argument text given as a
+JSON value keeps them too (:func:`~.redactor.mask_arguments` with ``keep``), and so do the
+Gemini ``stringValue`` pieces of such a string (:class:`StringPieces`). Only the call's own
+tool's schema counts, and only for a committed call: a call that did not commit keeps
+nothing (:mod:`.scalarmask`), a tool without a schema publishes nothing.
 
 Limit: a committed string constrained otherwise (``pattern``, ``format``, ``minLength``
 with multi-byte characters...) is still masked and may replay to a different verdict.

@@ -19,7 +19,9 @@ replay measures:
 So a replay gives the same verdict, reason and break point for a call that failed on the
 stream (truncated, stream error, cancelled), on its JSON (invalid, duplicate key, not an
 object, too deep, too large) or on its tool name. A schema check of masked keys and values
-can judge differently (the schema's property names are gone).
+can judge differently (the schema's property names are gone). A string its tool's schema
+publishes (an ``enum`` member) is masked here too: only a committed call keeps those
+(:mod:`.published`).
 """
 
 from __future__ import annotations
