@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from assembler import Pipeline, read_capture
-from assembler.export import redact_capture
+from assembler.export import committed_calls, redact_capture
 from assembler.published import mask_keeping, published_strings
 from assembler.registry import ToolRegistry
 
@@ -163,3 +163,15 @@ def test_gemini_pieces_of_a_call_that_did_not_commit_are_masked() -> None:
     assert b"metric" not in redacted
     original, replayed = verdicts(raw, registry)[0], verdicts(redacted, registry)[0]
     assert original[0] == replayed[0] == "failed" and original[1].startswith("schema_invalid") and replayed[1].startswith("schema_invalid")
+
+
+def test_given_verdicts_and_tools_keep_published_strings_too() -> None:
+    registry = ToolRegistry.from_tools(TOOLS)
+    raw = chat("weather", '{"unit": "', "f", '", "city": "Paris"}')
+    pipeline = Pipeline(registry=registry)
+    for event in read_capture(raw):
+        pipeline.feed(event)
+    pipeline.close()
+    committed = committed_calls(pipeline.results())
+    assert arguments(redact_capture(raw, committed=committed, registry=registry)) == ['{"unit": "', "f", '", "city": "xxxxx"}']
+    assert arguments(redact_capture(raw, committed=set(), registry=registry)) == ['{"xxxx": "', "x", '", "yxxx": "xxxxx"}']
