@@ -5,7 +5,9 @@ types, the order, ids and tool names stay; so do the *argument fragments' bounda
 UTF-8 byte lengths*: inside argument text every string value is replaced by ``x``
 characters of the same byte length, whether the text arrives as a string or as a JSON
 value (:mod:`.masker` lists every place). A committed call keeps its object keys, numbers
-and literals (the text stays exactly as valid as it was); a call that did not commit keeps
+and literals (the text stays exactly as valid as it was), and the string values its own
+tool's schema publishes (``enum`` members, ``const``: :mod:`.published`; the reader of a
+reproducer has the tools file); a call that did not commit keeps
 none of them: every scalar of its text is masked, keeping token classes and where it
 breaks (:mod:`.scalarmask`). Which calls committed is found by assembling the capture first
 (with the caller's tools and settings) or given by the caller. A provider error's free
@@ -24,9 +26,10 @@ numbers and literals kept).
 before its stream's end (a call after ``[DONE]``, a ``.done`` text that differs, a place no
 adapter reads): such an input is never "argument text of committed calls only".
 
-Limits: a tool registry whose schema constrains string values (``enum``, ``pattern``) may
-judge the placeholders differently, and a schema check of a failed call's masked keys
-differs; such verdicts can differ after redaction. An event
+Limits: a committed string a tool's schema constrains otherwise (``pattern``, ``format``,
+``minLength`` with multi-byte characters...) is masked, and its placeholder may be judged
+differently (a Gemini ``partialArgs`` string is kept when its joined pieces are one of
+them: :class:`~.published.StringPieces`); a schema check of a failed call's masked keys differs; such verdicts can differ after redaction. An event
 whose text repeats an object key loses the repetition (events are written back from
 their parsed value).
 """
@@ -42,10 +45,11 @@ from .masker import DialectMasker
 from .model import CallKey, CallState, Op, StreamError, StreamResult
 from . import jsontext
 from .pipeline import ADAPTER_FAULTS, Pipeline
+from .published import kept_pieces
 from .config import AssembleConfig
 from .registry import ToolRegistry
 from .redactor import mask_arguments, mask_json_text, mask_value, placeholder
-from .scalarmask import CallRef, MaskPlan
+from .scalarmask import CallRef, MaskPlan, assembler_key
 
 Json = Any
 
@@ -100,6 +104,7 @@ class _Planner:
     def __init__(self, dialect: str | None, committed: Committed | None, registry: ToolRegistry | None, config: AssembleConfig | None) -> None:
         self._recorder = EventRedactor(dialect, keep=False, record=True)
         self._committed = committed
+        self._registry = registry
         self._pipeline: Pipeline | None = None
         if committed is None:
             self._pipeline = Pipeline(dialect, config=config, registry=registry, emit_events=False, progress_events=False)
@@ -115,15 +120,27 @@ class _Planner:
     def finish(self) -> MaskPlan:
         self._recorder.finish()
         committed, some_failed = self._committed, self._committed is not None  # given verdicts: a call without text may have failed
+        names = {assembler_key(call): name for call, name in self._recorder.names.items()}
         if self._pipeline is not None:
             try:
                 self._pipeline.close()
                 results = self._pipeline.results()
                 committed = committed_calls(results)
                 some_failed = any(c.state is not CallState.COMMITTED for r in results for c in r.calls)
+                names = {(i, c.key): c.name for i, r in enumerate(results) for c in r.calls if c.name is not None}
             except CaptureError:
                 committed = set()
-        plan = MaskPlan(self._recorder.texts, committed or set())
+        committed = committed or set()
+        published: dict[tuple[int, CallKey], frozenset[str]] = {}
+        by_name: dict[str, frozenset[str]] = {}
+        if self._registry is not None:  # what each committed call's tool schema publishes
+            for call in committed:
+                name = names.get(call)
+                if name is not None and (strings := self._registry.published(name)):
+                    published[call] = by_name[name] = strings
+        plan = MaskPlan(self._recorder.texts, committed, published, by_name)
+        if by_name and (strings := self._recorder.piece_strings):
+            plan.kept_pieces = kept_pieces(strings, by_name)
         plan.any_failed = plan.any_failed or some_failed
         return plan
 
@@ -198,6 +215,16 @@ class EventRedactor:
         self._adapter, self._masker = make_adapter(found), DialectMasker(found, self._plan, record=self._record)
         held, self._held = self._held, []
         return [masked for e in held if (masked := self._mask(e)) is not None]
+
+    @property
+    def piece_strings(self) -> list[tuple[str | None, list[str]]]:
+        """With ``record``: the Gemini ``stringValue`` strings (:class:`~.published.StringPieces`)."""
+        return (self._masker.pieces.strings or []) if self._masker is not None else []
+
+    @property
+    def names(self) -> dict[CallRef, str]:
+        """Every call's tool name as the ledger followed it; empty when no adapter reads the input."""
+        return self._masker.ledger.names if self._masker is not None else {}
 
     @property
     def texts(self) -> dict[CallRef, tuple[list[str], str | None]]:

@@ -18,6 +18,8 @@ adapter reads argument text, whether it arrives as a string or as a JSON value:
 
 Each fragment is matched to the adapter's op for it (by its text, in order), so it is
 masked with its own call's scanner, and its use is recorded in the :class:`~.redactor.Ledger`.
+A committed call's strings that its tool's schema publishes (``enum``, ``const``) are kept,
+as the :class:`~.scalarmask.MaskPlan` says (:mod:`.published`).
 Text fields (assistant text, reasoning, signatures, citations) become placeholders of the
 same byte length. A shape the dialect never has is masked whole.
 """
@@ -33,6 +35,7 @@ from .dialects.responses_items import KINDS
 from .places import PlaceMasker, is_empty as _empty, mask_text as _text
 from .redactor import escaped_placeholder, mask_arguments, mask_value
 from .dialects.gemini import PartialArgsError, parse_json_path
+from .published import StringPieces
 from .scalarmask import KeyNames, MaskPlan, mask_scalars_value
 from .untrusted import parse_json
 
@@ -60,6 +63,7 @@ class DialectMasker(PlaceMasker):
     def __init__(self, dialect: str, plan: MaskPlan | None = None, *, record: bool = False) -> None:
         super().__init__(plan, record=record)
         self._path_keys = KeyNames()  # Gemini partialArgs member names of calls that did not commit
+        self.pieces = StringPieces(record=record)  # Gemini stringValue pieces, by the string they make up
         self._method = getattr(self, self.METHODS[dialect])
 
     # ------------------------------------------------------------------ OpenAI Chat
@@ -254,7 +258,9 @@ class DialectMasker(PlaceMasker):
     # ------------------------------------------------------------------ Gemini
 
     def gemini(self, data: dict[str, Any]) -> None:
-        for candidate in self.objects(data, "candidates"):
+        for position, candidate in enumerate(self.objects(data, "candidates")):
+            index = candidate.get("index", position)
+            index = index if isinstance(index, int) and not isinstance(index, bool) else position
             for field in list(candidate):
                 if field not in ("content", "index", "finishReason", "safetyRatings", "tokenCount", "avgLogprobs"):
                     candidate[field] = _text(candidate[field])  # finishMessage, grounding, citations
@@ -266,34 +272,49 @@ class DialectMasker(PlaceMasker):
             for part in self.objects(content, "parts"):
                 for field in list(part):
                     if field == "functionCall" and isinstance(part[field], dict):
-                        self._function_call(part[field])
+                        self._function_call(index, part[field])
                     elif field == "functionCall":
                         part[field] = self.unread(part[field], "functionCall")
                     elif field != "thought":
                         part[field] = _text(part[field])
 
-    def _function_call(self, call: dict[str, Any]) -> None:
+    def _function_call(self, candidate: int, call: dict[str, Any]) -> None:
         if self.ledger.ended_before_event and any(not _empty(call.get(k)) for k in ("args", "partialArgs")):
             self.ledger.ignored(f"{self._where} (functionCall)", "argument text after the stream's end")
         every = self.plan is None or self.plan.any_failed  # which call's text it is is not told here
+        self.pieces.call(candidate, call.get("name"))
         for field in list(call):
             value = call[field]
             if field == "args":
-                call[field] = mask_scalars_value(value) if every else mask_arguments(value)
+                keep = self.plan.published_for(call.get("name")) if self.plan is not None else frozenset()
+                call[field] = mask_scalars_value(value) if every else mask_arguments(value, keep=keep)
             elif field == "partialArgs" and isinstance(value, list):
                 for i, entry in enumerate(value):
                     if not isinstance(entry, dict):
                         value[i] = mask_arguments(entry)
                         continue
+                    path = entry.get("jsonPath")  # as written (it may be masked below)
                     for name in entry:
                         if name == "jsonPath" and every:
                             entry[name] = self._masked_path(entry[name])
                         elif name == "numberValue" and every and isinstance(entry[name], (int, float)) and not isinstance(entry[name], bool):
                             entry[name] = mask_scalars_value(entry[name])
+                        elif name == "stringValue" and isinstance(entry[name], str) and self._kept_piece(candidate, path, entry[name], every):
+                            pass  # a piece of a string the call's tool publishes
                         elif name not in ("jsonPath", "numberValue", "boolValue", "nullValue", "willContinue"):
                             entry[name] = escaped_placeholder(entry[name]) if isinstance(entry[name], str) else mask_arguments(entry[name])
             elif field not in ("name", "id", "willContinue"):
                 call[field] = mask_arguments(value)
+
+    def _kept_piece(self, candidate: int, path: Any, text: str, every: bool) -> bool:
+        """Whether ``text``, a ``stringValue`` at ``path``, is a piece of a string its committed
+        call's tool publishes (every piece is followed, so strings number alike on each reading)."""
+        try:
+            segments = parse_json_path(path)
+        except PartialArgsError:
+            return False
+        number = self.pieces.piece(candidate, segments, text)
+        return not every and self.plan is not None and number in self.plan.kept_pieces
 
     def _masked_path(self, path: Any) -> Any:
         """A ``partialArgs`` jsonPath with every member name (an argument key) masked: the

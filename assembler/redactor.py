@@ -61,12 +61,13 @@ def mask_value(value: Json) -> Json:
     return jsontext.rebuild(value, lambda v: placeholder(v) if isinstance(v, str) else v)
 
 
-def mask_arguments(value: Json, times: int = 1) -> Json:
+def mask_arguments(value: Json, times: int = 1, keep: frozenset[str] = frozenset()) -> Json:
     """A JSON value given as argument text, masked: each string value (not key) replaced by
     :func:`escaped_placeholder` (``times``: how often the adapter escapes it; 2 for a
-    custom tool's input given as a JSON value), numbers and literals kept. The JSON text of
-    the result is exactly as long as the original's."""
-    return jsontext.rebuild(value, lambda v: escaped_placeholder(v, times) if isinstance(v, str) else v)
+    custom tool's input given as a JSON value), numbers and literals kept; a string of
+    ``keep`` (what a committed call's tool schema publishes) is kept as is. The JSON text
+    of the result is exactly as long as the original's."""
+    return jsontext.rebuild(value, lambda v: (v if v in keep else escaped_placeholder(v, times)) if isinstance(v, str) else v)
 
 
 def mask_all(text: str) -> str:
@@ -114,6 +115,8 @@ class Ledger:
         #: with ``record``, every call's argument text as the assembler takes it:
         #: ``{(stream, key, generation): (fragments, whole text or None)}`` (kept in memory)
         self.texts: dict[tuple[int, CallKey, int], tuple[list[str], str | None]] | None = {} if record else None
+        #: every call's tool name as the assembler keeps it (the first, unless a final one replaces it)
+        self.names: dict[tuple[int, CallKey, int], str] = {}
         self.stream = 0
         self.began = False
         self.ended = False
@@ -141,6 +144,9 @@ class Ledger:
                     out.append(self._op("whole", op.key, op.whole_arguments, repeated))
             elif isinstance(op, CallIdentity):
                 at = (self.stream, op.key)
+                call = (self.stream, op.key, self._generation.get(at, 0))
+                if op.name and (call not in self.names or op.final):
+                    self.names[call] = op.name
                 if at in self._ids and (self._ids[at] is None or op.final):
                     self._ids[at] = op.call_id
             elif isinstance(op, ArgsFragment):
@@ -157,9 +163,13 @@ class Ledger:
         at = (self.stream, op.key)
         if at in self._ids and not (op.call_id and self._ids[at] and op.call_id != self._ids[at]):
             self._ids[at] = self._ids[at] or op.call_id
+            if op.name:
+                self.names.setdefault((self.stream, op.key, self._generation.get(at, 0)), op.name)
             return True
         self._generation[at] = self._generation.get(at, 0) + 1  # a new call there
         self._ids[at] = op.call_id
+        if op.name:
+            self.names[(self.stream, op.key, self._generation[at])] = op.name
         return False
 
     def _op(self, kind: str, key: CallKey, text: str, ignored: bool = False) -> ArgOp:

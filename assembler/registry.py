@@ -24,6 +24,7 @@ from jsonschema import exceptions as js_exceptions
 from jsonschema import validators
 from jsonschema_specifications import REGISTRY as META_SCHEMAS
 
+from .published import published_strings
 from .schemacheck import BUILD_CHECK_SECONDS, CALL_CHECK_SECONDS, SchemaCheckTimeout, bounded, check_schema, schema_size_fault, time_limit
 from .untrusted import parse_json, short
 
@@ -225,6 +226,7 @@ class ToolRegistry:
     def __init__(self, schemas: dict[str, dict[str, Any] | None], *, build_seconds: float = BUILD_CHECK_SECONDS) -> None:
         self._validators: dict[str, Any] = {}
         self._declared: dict[str, frozenset[str]] = {}
+        self._published: dict[str, frozenset[str]] = {}
         #: tool name -> why its schema cannot be applied (a ``$ref`` that does not resolve...)
         self.unusable: dict[str, str] = {}
         self._timed_out: set[str] = set()  # of unusable: the meta-schema check ran out of time
@@ -243,6 +245,7 @@ class ToolRegistry:
             self._validators[name] = cls({}, registry=_NO_RETRIEVAL)
             return
         self._declared[name] = _property_names(schema)
+        self._published[name] = published_strings(schema)
         try:
             check_schema(cls, schema)
             unresolved = _unresolved_ref(cls, schema)
@@ -315,6 +318,12 @@ class ToolRegistry:
 
     def __contains__(self, name: object) -> bool:
         return name in self._validators
+
+    def published(self, name: str) -> frozenset[str]:
+        """The strings tool ``name``'s schema publishes as values (:func:`published_strings`:
+        ``enum`` members and ``const`` values); empty for a tool without a schema, an
+        unknown name, or a schema too large to check."""
+        return self._published.get(name, frozenset())
 
     def validate(self, name: str, arguments: Any, seconds: float = CALL_CHECK_SECONDS) -> list[SchemaIssue]:
         """All schema errors of ``arguments`` for tool ``name`` (empty when valid or no schema).

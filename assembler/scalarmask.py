@@ -19,7 +19,9 @@ replay measures:
 So a replay gives the same verdict, reason and break point for a call that failed on the
 stream (truncated, stream error, cancelled), on its JSON (invalid, duplicate key, not an
 object, too deep, too large) or on its tool name. A schema check of masked keys and values
-can judge differently (the schema's property names are gone).
+can judge differently (the schema's property names are gone). A string its tool's schema
+publishes (an ``enum`` member) is masked here too: only a committed call keeps those
+(:mod:`.published`).
 """
 
 from __future__ import annotations
@@ -171,24 +173,52 @@ class MaskPlan:
     ``committed``: the ``(stream, key)`` of every COMMITTED call. A call not committed gets
     :func:`mask_scalars`; text that repeats a call's (a Responses ``.done``) gets what that
     call's text got; text that is no call's gets every scalar masked too.
+
+    ``published``: ``{(stream, key): strings}`` of committed calls whose tool's schema
+    publishes values (``enum`` members, ``const``; :meth:`~.registry.ToolRegistry.published`):
+    such a call's string values equal to one of them are kept
+    (:func:`~.published.mask_keeping`), here and where its text is repeated. Other
+    committed calls are masked by the redactor's scanner (None from :meth:`fragment`).
+    ``by_name``: the same strings by tool name, for a dialect that does not tell which
+    call a place holds (:meth:`published_for`).
     """
 
-    def __init__(self, texts: dict[CallRef, tuple[list[str], str | None]], committed: set[tuple[int, tuple[Any, ...]]]) -> None:
+    def __init__(
+        self,
+        texts: dict[CallRef, tuple[list[str], str | None]],
+        committed: set[tuple[int, tuple[Any, ...]]],
+        published: dict[tuple[int, tuple[Any, ...]], frozenset[str]] | None = None,
+        by_name: dict[str, frozenset[str]] | None = None,
+    ) -> None:
+        from .published import mask_keeping
         from .redactor import digest
 
         self.fragments: dict[CallRef, list[str]] = {}
         self.wholes: dict[CallRef, str] = {}
         self.masked_texts: dict[bytes, str] = {}
         self.committed_texts: set[bytes] = set()
+        #: committed texts masked keeping published strings (a text with none kept is absent)
+        self.committed_masked: dict[bytes, str] = {}
+        self.by_name = by_name or {}
+        #: Gemini ``stringValue`` strings kept (:class:`~.published.StringPieces` numbers)
+        self.kept_pieces: set[int] = set()
         #: some call did not commit (one without any text too, when the caller says so):
         #: where a dialect does not tell whose text a place holds, every scalar is masked
         self.any_failed = False
+        published = published or {}
         for call, (fragments, whole) in texts.items():
             full = "".join(fragments) if fragments else (whole or "")
             if assembler_key(call) in committed:
                 self.committed_texts.add(digest(full))
                 if whole is not None:  # a Responses final text is what the call committed
                     self.committed_texts.add(digest(whole))
+                keep = published.get(assembler_key(call), frozenset())
+                if fragments and (masked := mask_keeping(fragments, keep)) is not None:
+                    self.fragments[call] = masked[::-1]  # popped in order
+                    self.committed_masked[digest(full)] = "".join(masked)
+                if whole is not None and (masked := mask_keeping([whole], keep)) is not None:
+                    self.wholes[call] = masked[0]
+                    self.committed_masked.setdefault(digest(whole), masked[0])
                 continue
             self.any_failed = True
             if fragments:
@@ -198,24 +228,31 @@ class MaskPlan:
                 self.wholes[call] = mask_scalars_text(whole)
                 self.masked_texts.setdefault(digest(whole), self.wholes[call])
 
+    def published_for(self, name: Any) -> frozenset[str]:
+        """The strings tool ``name``'s schema publishes (empty: none, or no such tool)."""
+        return self.by_name.get(name, frozenset()) if isinstance(name, str) else frozenset()
+
     def fragment(self, call: CallRef, text: str) -> str | None:
-        """The masked next fragment of a call that did not commit (None: a committed call)."""
+        """The masked next fragment of a call that did not commit, or of a committed call
+        that keeps published strings (None: another committed call)."""
         if call not in self.fragments:
             return None
         pending = self.fragments[call]
         return pending.pop() if pending else "x" * len(text.encode("utf-8", "surrogatepass"))
 
     def whole(self, call: CallRef) -> str | None:
-        """The masked whole text of a call that did not commit (None: a committed call)."""
+        """The masked whole text of a call that did not commit, or of a committed call that
+        keeps published strings (None: another committed call)."""
         return self.wholes.get(call)
 
     def repeated(self, text: str) -> str | None:
-        """Masked text that repeats ``text`` elsewhere; None when it is a committed call's."""
+        """Masked text that repeats ``text`` elsewhere; None when it is a committed call's
+        that keeps no published string."""
         from .redactor import digest
 
         found = digest(text)
         if found in self.committed_texts:
-            return None
+            return self.committed_masked.get(found)
         return self.masked_texts.get(found) or mask_scalars_text(text)
 
 
