@@ -394,7 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     mck.add_argument("--port", type=port_number, default=8766, help="port (default: 8766)")
     mck.add_argument("--captures", help="folder of captures it also serves (default: $TOOLLATCH_SHARED/captures if present)")
     mck.add_argument("--delay", type=float, help="seconds between writes (default $TOOLLATCH_MOCK_DELAY or 0.02)")
-    mck.add_argument("--recording", action="append", metavar="FILE", help="serve a recording (a .har download with chunk times: at its recorded pace; a plain capture: at --delay) by its name, and for any model that is no scenario (repeatable)")
+    mck.add_argument("--recording", action="append", metavar="FILE", help="serve a recording (a .har download with chunk times: at its recorded pace; a plain capture: at --delay) by its name, and for any model that is no scenario (repeatable; default: none)")
     mck.add_argument("--rechunk", type=int, metavar="SEED", help="re-chunk bodies at random byte positions (seeded; default: one provider event a write)")
     mck.set_defaults(func=run_mock)
     add_conformance(sub)
