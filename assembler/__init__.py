@@ -1,16 +1,16 @@
-"""toollatch's assembler: streamed tool calls in, latched verdicts out.
+"""toollatch: streamed tool calls in, latched verdicts out.
 
 A pure library: it imports no web framework. The agent developer's entry point is
-:func:`latch` (``assembler/latch.py``, see ``docs/library.md``): the latch around an SDK
+:func:`latch` (``assembler/client/latch.py``, see ``docs/library.md``): the latch around an SDK
 stream or raw response bytes.
 """
 
-from .assembler import Assembler
-from .capture import CaptureError, ProviderEvent, iter_capture, iter_file, read_capture
-from .config import AssembleConfig, ConfigError
-from .finalize import StrictJSONError, strict_loads
-from .latch import Latched, Turn, latch
-from .model import (
+from toollatch.core.assembler import Assembler
+from toollatch.wire.capture import CaptureError, ProviderEvent, iter_capture, iter_file, read_capture
+from toollatch.core.config import AssembleConfig, ConfigError
+from toollatch.core.finalize import StrictJSONError, strict_loads
+from toollatch.client.latch import Latched, Turn, latch
+from toollatch.core.model import (
     CallOutcome,
     CallState,
     CommittedCall,
@@ -18,11 +18,11 @@ from .model import (
     StreamResult,
     ToolResult,
 )
-from .pipeline import Pipeline, assemble_events
-from .redact import AssemblyEvent, CallView
-from .registry import RegistryError, ToolRegistry
-from .sse import SSEDecoder, SSEEvent
-from .state import CallInput, CallStateMachine, IllegalTransition
+from toollatch.core.pipeline import Pipeline, assemble_events
+from toollatch.redaction.redact import AssemblyEvent, CallView
+from toollatch.core.registry import RegistryError, ToolRegistry
+from toollatch.wire.sse import SSEDecoder, SSEEvent
+from toollatch.core.state import CallInput, CallStateMachine, IllegalTransition
 
 __all__ = [
     "AssembleConfig",

@@ -14,18 +14,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import jsontext
-from .capture import CaptureError
-from .config import AssembleConfig, ConfigError
-from .conformance import add_conformance
-from .dialects import ADAPTERS
-from .history import build_history
-from .har import is_har
-from .inputs import SNIFF, assemble_path, assemble_stream
-from .model import StreamResult
-from .registry import RegistryError, ToolRegistry
-from .untrusted import short
-from .urls import scrub_url
+from toollatch.core import jsontext
+from toollatch.wire.capture import CaptureError
+from toollatch.core.config import AssembleConfig, ConfigError
+from toollatch.conformance import add_conformance
+from toollatch.dialects import ADAPTERS
+from toollatch.core.history import build_history
+from toollatch.wire.har import is_har
+from toollatch.wire.inputs import SNIFF, assemble_path, assemble_stream
+from toollatch.core.model import StreamResult
+from toollatch.core.registry import RegistryError, ToolRegistry
+from toollatch.wire.untrusted import short
+from toollatch.wire.urls import scrub_url
 
 
 def _fail(message: str) -> int:
@@ -67,11 +67,11 @@ def run_assemble(args: argparse.Namespace) -> int:
 
 
 def _timings(path: Path, config: AssembleConfig) -> list[dict[str, Any]]:
-    """The timing lens of each streaming entry of a HAR file (:mod:`assembler.timing`;
+    """The timing lens of each streaming entry of a HAR file (:mod:`toollatch.observe.timing`;
     ``{"recorded": false}`` for an entry without ``_chunks``), or of a plain capture
     (which holds no times: one ``{"recorded": false}``)."""
-    from .har import read_har
-    from .timing import timed_pass, timing_lens
+    from toollatch.wire.har import read_har
+    from toollatch.observe.timing import timed_pass, timing_lens
 
     try:
         data = path.read_bytes()
@@ -100,8 +100,8 @@ def _write(text: str) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from .export import redact_capture
-    from .report import json_report, markdown_summary
+    from toollatch.redaction.export import redact_capture
+    from toollatch.redaction.report import json_report, markdown_summary
 
     source = Path(args.path)
     out = Path(args.output)
@@ -247,9 +247,9 @@ def run_serve(args: argparse.Namespace) -> int:
         _check_upstreams(upstreams, key_env, args.config if extra else None)
     except ConfigError as exc:
         return _fail(str(exc))
-    from web.app import run  # the web layer is imported only for this command
-    from web.banner import port_problem, serve_banner
-    from web.settings import Settings
+    from toollatch.web.app import run  # the web layer is imported only for this command
+    from toollatch.web.banner import port_problem, serve_banner
+    from toollatch.web.settings import Settings
 
     captures = Path(args.captures) if args.captures else _default_captures()
     if captures is not None and not captures.is_dir():
@@ -278,8 +278,8 @@ def run_mock(args: argparse.Namespace) -> int:
     delay = args.delay if args.delay is not None else float(os.environ.get("TOOLLATCH_MOCK_DELAY") or 0.02)
     import uvicorn  # the web layer is imported only for this command
 
-    from web.banner import base_url, port_problem
-    from web.mock import MockProvider, create_mock_app
+    from toollatch.web.banner import base_url, port_problem
+    from toollatch.web.live.mock import MockProvider, create_mock_app
 
     problem = port_problem(args.host, args.port)
     if problem is not None:

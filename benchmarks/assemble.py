@@ -10,7 +10,7 @@ memory. Implementations:
   argument fragments to per-call lists, join once. No state machine, no checks.
 * ``naive-split`` - for reference only: ``bytes.split(b"\n")`` and ``data:`` prefixes, which
   mis-reads CR line ends and multi-line data; no target is set against it.
-* ``toollatch`` - :class:`assembler.Pipeline` end to end, verdicts included.
+* ``toollatch`` - :class:`toollatch.Pipeline` end to end, verdicts included.
 * ``reader+adapter`` - for reference only: toollatch's own reading (framing detection, SSE
   decoding, envelope parse) and its dialect adapter's ops, with no state machine, latch or
   results: how much of toollatch's time the layers before the assembler take.
@@ -38,12 +38,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from assembler import Pipeline, iter_capture  # noqa: E402
-from assembler.dialects import make_adapter  # noqa: E402
-from assembler.sse import SSEDecoder  # noqa: E402
+from toollatch import Pipeline, iter_capture  # noqa: E402
+from toollatch.dialects import make_adapter  # noqa: E402
+from toollatch.wire.sse import SSEDecoder  # noqa: E402
 
 Impl = Callable[[bytes], Any]
-READ = 16 * 1024  # bytes per read, as assembler.capture.iter_file reads files
+READ = 16 * 1024  # bytes per read, as toollatch.wire.capture.iter_file reads files
 SHARED = ROOT.parent / "shared"
 
 

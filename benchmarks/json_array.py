@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python benchmarks/json_array.py [--quick]``.
 
-Compares :class:`assembler.intake.PushDecoder` on a pretty-printed array (``,\\r\\n`` between
+Compares :class:`toollatch.wire.intake.PushDecoder` on a pretty-printed array (``,\\r\\n`` between
 elements, as ``streamGenerateContent`` sends it) with the same events sent as SSE (``alt=sse``),
 both fed in 64 KiB reads, and reports the longest single ``feed``: a live session runs it on
 the event loop, which no input may hold for more than about 100 ms.
@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from assembler.intake import PushDecoder  # noqa: E402
+from toollatch.wire.intake import PushDecoder  # noqa: E402
 
 READ = 64 * 1024
 

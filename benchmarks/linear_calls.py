@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from assembler.assembler import Assembler
-from assembler.capture import ProviderEvent
-from assembler.dialects import make_adapter
-from assembler.model import ArgsFragment, CallStart, StreamEnd
+from toollatch.core.assembler import Assembler
+from toollatch.wire.capture import ProviderEvent
+from toollatch.dialects import make_adapter
+from toollatch.core.model import ArgsFragment, CallStart, StreamEnd
 
 SMALL, FACTOR = 1000, 8
 

@@ -58,7 +58,7 @@ def run_upstream(port: int, captures: Path, delay: float) -> None:
     import uvicorn
     from starlette.types import Message, Receive, Scope, Send
 
-    from web.mock import MockProvider, create_mock_app
+    from toollatch.web.live.mock import MockProvider, create_mock_app
 
     inner = create_mock_app(MockProvider(captures, delay=delay), ["127.0.0.1"])
 
@@ -194,7 +194,7 @@ def main() -> int:
         run_relay(*args.relay_server)
         return 0
 
-    from assembler.stress import stress_demo
+    from toollatch.demo.stress import stress_demo
 
     work = Path(tempfile.mkdtemp(prefix="toollatch-bench-"))
     (work / "caps").mkdir()
@@ -205,7 +205,7 @@ def main() -> int:
     mock = subprocess.Popen([sys.executable, __file__, "--upstream-server", str(mock_port), str(work / "caps"), str(1 / args.rate)], **quiet)  # type: ignore[call-overload]
     relay = subprocess.Popen([sys.executable, __file__, "--relay-server", str(relay_port), str(mock_port)], **quiet)  # type: ignore[call-overload]
     serve = subprocess.Popen(
-        [sys.executable, "-m", "assembler.cli", "serve", "--port", str(proxy_port), "--data-dir", str(work / "data"),
+        [sys.executable, "-m", "toollatch.cli", "serve", "--port", str(proxy_port), "--data-dir", str(work / "data"),
          "--captures", str(work / "caps"), "--upstream", f"bench=http://127.0.0.1:{mock_port}"],
         **quiet,  # type: ignore[call-overload]
     )

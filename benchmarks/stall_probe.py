@@ -218,7 +218,7 @@ def main() -> int:
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as data_dir:
-        command = [sys.executable, "-m", "assembler.cli", "serve", "--port", str(port), "--data-dir", data_dir,
+        command = [sys.executable, "-m", "toollatch.cli", "serve", "--port", str(port), "--data-dir", data_dir,
                    "--upstream", f"up=http://127.0.0.1:{upstream.port}"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

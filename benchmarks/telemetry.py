@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = """
 import json, sys, time
 sys.path.insert(0, {root!r})
-from assembler import latch
+from toollatch import latch
 endpoint = {endpoint!r}
 def chunk(delta=None, finish=None):
     return {{"id": "c", "object": "chat.completion.chunk", "model": "m", "choices": [{{"index": 0, "delta": delta or {{}}, "finish_reason": finish}}]}}

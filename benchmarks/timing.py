@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import time
 
-from assembler.capture import iter_capture
-from assembler.har import read_har, write_har
-from assembler.mockwire import scenario_events, split_events
-from assembler.pipeline import Pipeline
-from assembler.timing import ChunkTimes, timed_pass, timing_lens
+from toollatch.wire.capture import iter_capture
+from toollatch.wire.har import read_har, write_har
+from toollatch.demo.mockwire import scenario_events, split_events
+from toollatch.core.pipeline import Pipeline
+from toollatch.observe.timing import ChunkTimes, timed_pass, timing_lens
 
 CHUNKS = 100_000
 

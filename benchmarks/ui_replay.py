@@ -5,7 +5,7 @@
 What it does:
 
 1. starts a server process (this script with ``--serve``) that generates an OpenAI Chat
-   stream in memory (:func:`assembler.stress.stress_demo`: ``--calls`` parallel calls, many
+   stream in memory (:func:`toollatch.demo.stress.stress_demo`: ``--calls`` parallel calls, many
    3–8 character fragments), creates a session for it at full speed ("max"), and serves the
    dashboard with uvicorn on a loopback port;
 2. optionally connects a *stalled* WebSocket viewer that never reads (small receive
@@ -63,10 +63,10 @@ def serve(port: int, events: int, calls: int) -> None:
     """The server side: build the stream and its session, print them, serve until killed."""
     import uvicorn
 
-    from assembler.stress import stress_demo
-    from web import Settings, create_app
-    from web.settings import FULL_SPEED
-    from web.sources import from_demo
+    from toollatch.demo.stress import stress_demo
+    from toollatch.web import Settings, create_app
+    from toollatch.web.settings import FULL_SPEED
+    from toollatch.web.triage.sources import from_demo
 
     demo = stress_demo(events, calls)
     app = create_app(Settings(port=port))

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from web.server import SERVER_OPTIONS
+from toollatch.web.server import SERVER_OPTIONS
 
 from .conftest import ROOT
 

@@ -28,9 +28,9 @@ import pytest
 from starlette.types import Receive, Scope, Send
 from websockets.sync.client import connect as ws_connect
 
-from assembler.cli import main
-from assembler.config import AssembleConfig
-from web import Settings, create_app
+from toollatch.cli import main
+from toollatch.core.config import AssembleConfig
+from toollatch.web import Settings, create_app
 
 from .test_live_server import finished, newest_live, serve, wait_for
 from .test_web_app import WS_BASE, TestClient, make_client
@@ -185,7 +185,7 @@ def test_uploads_and_pastes_never_show_a_failed_calls_text(tmp_path: Path, caplo
 
 
 def test_the_canary_demo_shows_nothing_before_commit_and_nothing_while_values_are_masked() -> None:
-    from assembler.demos import CANARY_SECRET
+    from toollatch.demo.demos import CANARY_SECRET
 
     tally = Tally()
     with make_client() as client:

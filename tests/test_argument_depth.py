@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from assembler import Reason, assemble_events, read_capture
-from assembler import finalize
-from assembler.config import ARGUMENT_DEPTH_CEILING, AssembleConfig
-from assembler.finalize import check_arguments
-from assembler.model import CallState
+from toollatch import Reason, assemble_events, read_capture
+from toollatch.core import finalize
+from toollatch.core.config import ARGUMENT_DEPTH_CEILING, AssembleConfig
+from toollatch.core.finalize import check_arguments
+from toollatch.core.model import CallState
 
 
 def nested(depth: int) -> str:
@@ -79,7 +79,7 @@ def test_depth_is_checked_before_json_validity_but_after_the_tool_name() -> None
     assert (check_arguments(cut, "f", registry=None, max_depth=64).reason or "").startswith("arguments_too_deep")
     shallow_cut = "[" * 10
     assert (check_arguments(shallow_cut, "f", registry=None, max_depth=64).reason or "").startswith("invalid_json")
-    from assembler.registry import ToolRegistry
+    from toollatch.core.registry import ToolRegistry
 
     registry = ToolRegistry.from_tools([{"name": "g"}])
     assert (check_arguments(cut, "f", registry=registry, max_depth=64).reason or "").startswith("unknown_tool")

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from assembler.capture import read_capture
-from assembler.config import AssembleConfig
-from assembler.demos import DEMOS
-from assembler.export import UNREAD_STREAM, EventRedactor, redact_capture, redact_events, stray_argument_text
-from assembler.stress import stress_demo
-from web.as_received import check_as_received, download_as_received, redacted_in_steps
-from web.live import LiveSession, LiveSource
+from toollatch.wire.capture import read_capture
+from toollatch.core.config import AssembleConfig
+from toollatch.demo.demos import DEMOS
+from toollatch.redaction.export import UNREAD_STREAM, EventRedactor, redact_capture, redact_events, stray_argument_text
+from toollatch.demo.stress import stress_demo
+from toollatch.web.live.as_received import check_as_received, download_as_received, redacted_in_steps
+from toollatch.web.live.session import LiveSession, LiveSource
 
 from .conftest import CAPTURES
 
@@ -126,10 +126,10 @@ def test_without_copies_the_redactor_reports_the_same_stray_places() -> None:
 
 
 def test_the_store_calls_on_idle_once_the_last_recording_is_saved_and_no_stream_plays(tmp_path: Any) -> None:
-    from web.app import resource_dir
-    from web.live_store import LiveRenderer, LiveSessionStore
-    from web.settings import Settings
-    from web.store import Store
+    from toollatch.web.app import resource_dir
+    from toollatch.web.live.store import LiveRenderer, LiveSessionStore
+    from toollatch.web.settings import Settings
+    from toollatch.web.store import Store
 
     settings = Settings(data_dir=tmp_path)
     store = LiveSessionStore(settings, LiveRenderer(resource_dir("templates"), settings))

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembler.assembler import Assembler
-from assembler.config import AssembleConfig
-from assembler.model import (
+from toollatch.core.assembler import Assembler
+from toollatch.core.config import AssembleConfig
+from toollatch.core.model import (
     ArgsFinal,
     ArgsFragment,
     BlockStop,
@@ -28,8 +28,8 @@ from assembler.model import (
     StreamStart,
     StreamTruncated,
 )
-from assembler.redact import AssemblyEvent, CallView
-from assembler.registry import ToolRegistry
+from toollatch.redaction.redact import AssemblyEvent, CallView
+from toollatch.core.registry import ToolRegistry
 
 SECRET = "sk-Tq7uniqueSECRETvalue93"
 
@@ -563,8 +563,8 @@ def test_idle_timeout_spares_calls_whose_block_stopped_and_ended_streams() -> No
 
 
 def test_fragments_after_our_own_overflow_are_not_a_provider_quirk() -> None:
-    from assembler import AssembleConfig
-    from assembler.model import ArgsFragment, CallStart, StreamEnd, StreamStart
+    from toollatch import AssembleConfig
+    from toollatch.core.model import ArgsFragment, CallStart, StreamEnd, StreamStart
 
     asm = Assembler("openai-chat", config=AssembleConfig(max_tool_argument_bytes=4))
     for op in (StreamStart(), CallStart((0,), "c", "f"), ArgsFragment((0,), '{"a":'), ArgsFragment((0,), "1}"), StreamEnd()):

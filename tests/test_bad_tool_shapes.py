@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from assembler.cli import main
-from web import Settings
+from toollatch.cli import main
+from toollatch.web import Settings
 
 from .test_web_app import BASE, make_client
 
@@ -87,7 +87,7 @@ def test_the_reported_tools_file_exits_2_with_one_line_and_no_traceback(tmp_path
     capture = tmp_path / "ok.sse"
     capture.write_bytes(OK_SSE)
     path = tools_file(tmp_path, {"type": 5, "$schema": 7})
-    done = subprocess.run([sys.executable, "-m", "assembler.cli", "assemble", "--tools", str(path), str(capture)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "toollatch.cli", "assemble", "--tools", str(path), str(capture)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr == f"toollatch: error: {path}: tool 'x': invalid JSON Schema: /$schema must be a string (a meta-schema URI), not a number\n"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from assembler.model import ArgsFragment, CallState
+from toollatch.core.model import ArgsFragment, CallState
 
 from .conftest import CAPTURES, ROOT, require_shared
 

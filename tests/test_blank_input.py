@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from assembler.intake import BLANK_HEAD_LIMIT, PushDecoder
-from assembler.sse import SSEDecoder
-from web.app import resource_dir
-from web.render import Renderer
-from web.replay import SessionStore
-from web.session import Session, Status
-from web.settings import FULL_SPEED, Settings
-from web.sources import REPLAY_SLICE, LoadedSource, Slice, check
+from toollatch.wire.intake import BLANK_HEAD_LIMIT, PushDecoder
+from toollatch.wire.sse import SSEDecoder
+from toollatch.web.app import resource_dir
+from toollatch.web.pages.render import Renderer
+from toollatch.web.replay.runner import SessionStore
+from toollatch.web.replay.session import Session, Status
+from toollatch.web.settings import FULL_SPEED, Settings
+from toollatch.web.triage.sources import REPLAY_SLICE, LoadedSource, Slice, check
 
 EVENT = b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
 BLANK = 1024 * 1024

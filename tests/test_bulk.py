@@ -1,10 +1,10 @@
-"""``web.bulk``: the piecewise checks give what the whole-input calls give."""
+"""``toollatch.web.triage.bulk``: the piecewise checks give what the whole-input calls give."""
 
 from __future__ import annotations
 
 import pytest
 
-from web import bulk
+from toollatch.web.triage import bulk
 
 
 @pytest.mark.parametrize("data", [b"", b" \t\n\r", b" x ", b"\n" * (3 * bulk.PIECE) + b"x", b"\x0b\x0c", b"\n" * (2 * bulk.PIECE + 5)])

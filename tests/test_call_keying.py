@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from assembler import assemble_events, read_capture
-from assembler.model import CallState, StreamResult
+from toollatch import assemble_events, read_capture
+from toollatch.core.model import CallState, StreamResult
 
 MERGED = {"cmd": "ls", "extra": {"cmd": "rm -rf /"}}
 FIRST, SECOND, CLOSE = '{"cmd":"ls","extra":', '{"cmd":"rm -rf /"}', "}"

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembler.capture import DONE, CaptureError, ProviderEvent, iter_capture, iter_file, read_capture
+from toollatch.wire.capture import DONE, CaptureError, ProviderEvent, iter_capture, iter_file, read_capture
 
 from .test_fixture_classes import anthropic_sse, anthropic_tool_events, openai_sse, openai_tool_chunks
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from assembler import Pipeline, iter_file
-from assembler.cli import main
+from toollatch import Pipeline, iter_file
+from toollatch.cli import main
 
 from .conftest import CAPTURES, require_shared
 from .test_eventstream import frames_of_jsonl

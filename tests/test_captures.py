@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from assembler import Pipeline, ToolRegistry, iter_file
-from assembler.model import StreamResult
+from toollatch import Pipeline, ToolRegistry, iter_file
+from toollatch.core.model import StreamResult
 
 from .conftest import CAPTURES, CASES, expected_files, load_expected, require_shared, tools_file
 

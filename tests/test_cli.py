@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from assembler.cli import main
+from toollatch.cli import main
 
 from .test_fixture_classes import anthropic_sse, anthropic_tool_events, openai_sse, openai_tool_chunks
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from assembler.cli import build_parser, main
-from assembler.mockwire import scenario_events
+from toollatch.cli import build_parser, main
+from toollatch.demo.mockwire import scenario_events
 
 ROOT = Path(__file__).resolve().parent.parent
 WIRE = b"".join(scenario_events("parallel", "openai-chat"))
 
 
 def _assemble(*argv: str, stdin: bytes) -> dict:
-    done = subprocess.run([sys.executable, "-m", "assembler.cli", "assemble", *argv, "--json"], input=stdin, capture_output=True, cwd=ROOT, timeout=60, check=False)
+    done = subprocess.run([sys.executable, "-m", "toollatch.cli", "assemble", *argv, "--json"], input=stdin, capture_output=True, cwd=ROOT, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

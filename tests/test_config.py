@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from assembler.cli import main
-from assembler.config import AssembleConfig, ConfigError
+from toollatch.cli import main
+from toollatch.core.config import AssembleConfig, ConfigError
 
 from .conftest import ROOT
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from assembler.cli import main
-from assembler.conformance.adapters import ADAPTERS, Handed
-from assembler.conformance.cases import CLASSES, SHARED_CLASSES, packaged_cases, shared_cases
-from assembler.conformance.run import case_input, judge, score, strict_loads
+from toollatch.cli import main
+from toollatch.conformance.adapters import ADAPTERS, Handed
+from toollatch.conformance.cases import CLASSES, SHARED_CLASSES, packaged_cases, shared_cases
+from toollatch.conformance.run import case_input, judge, score, strict_loads
 
 PACKAGED = packaged_cases()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from assembler.cli import main
+from toollatch.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

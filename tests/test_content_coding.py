@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from web.content_coding import CodingError, decode_body, decoder
+from toollatch.web.live.content_coding import CodingError, decode_body, decoder
 
 CONTENT = b'data: {"choices": []}\n\n' * 200
 

@@ -13,8 +13,8 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from web import Settings, create_app
-from web.credentials import redact_url, scrub_bytes, scrub_text, secret_values
+from toollatch.web import Settings, create_app
+from toollatch.web.live.credentials import redact_url, scrub_bytes, scrub_text, secret_values
 
 from .test_live_server import finished, newest_live, serve
 from .test_web_app import make_client
@@ -132,7 +132,7 @@ def test_an_echoed_credential_of_any_kind_reaches_nothing_the_session_serves(tmp
 
 
 def test_an_upstream_error_keeps_names_made_of_words_and_masks_key_like_tokens() -> None:
-    from web.credentials import describe_error
+    from toollatch.web.live.credentials import describe_error
 
     body = json.dumps({"error": {"type": "not_found_error", "message": "Use one of: single, anthropic/claude-programmatic-caller-no-deltas.jsonl; got key AbCdEf0123456789AbCdEf0123456789xyz"}})
     text = describe_error(404, body.encode())
@@ -141,7 +141,7 @@ def test_an_upstream_error_keeps_names_made_of_words_and_masks_key_like_tokens()
 
 
 def test_a_long_upstream_error_is_cut_with_an_ellipsis() -> None:
-    from web.credentials import describe_error
+    from toollatch.web.live.credentials import describe_error
 
     text = describe_error(500, json.dumps({"error": {"type": "server_error", "message": "word " * 200}}).encode())
     assert text.endswith("…") and len(text) < 340

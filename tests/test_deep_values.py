@@ -14,16 +14,16 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from assembler import assemble_events, read_capture
-from assembler.cli import main
-from assembler.config import ARGUMENT_DEPTH_CEILING, AssembleConfig
-from assembler.export import redact_capture
-from assembler.history import build_history
-from assembler.jsontext import text_depth, value_depth
-from assembler.model import CallState
-from web import Settings
-from web.api import DocumentResponse
-from web.render import MAX_INDENTED_DEPTH, pretty_arguments
+from toollatch import assemble_events, read_capture
+from toollatch.cli import main
+from toollatch.core.config import ARGUMENT_DEPTH_CEILING, AssembleConfig
+from toollatch.redaction.export import redact_capture
+from toollatch.core.history import build_history
+from toollatch.core.jsontext import text_depth, value_depth
+from toollatch.core.model import CallState
+from toollatch.web import Settings
+from toollatch.web.pages.api import DocumentResponse
+from toollatch.web.pages.render import MAX_INDENTED_DEPTH, pretty_arguments
 
 from .test_jsontext import deep_list, on_a_deep_stack
 from .test_web_app import BASE, WS_BASE, make_client
@@ -128,7 +128,7 @@ def test_gemini_partial_args_at_a_deep_json_path_fail_by_name() -> None:
 
 
 def test_an_adapter_that_recurses_too_deep_fails_the_stream_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    from assembler.dialects.openai_chat import OpenAIChatAdapter
+    from toollatch.dialects.openai_chat import OpenAIChatAdapter
 
     def recurse(self: Any, event: Any) -> Any:
         raise RecursionError("maximum recursion depth exceeded")
@@ -255,6 +255,6 @@ def test_a_request_body_nested_too_deep_to_read_is_a_clear_error_not_a_500(tmp_p
 
 
 def test_an_upstream_error_body_nested_too_deep_is_described_without_detail() -> None:
-    from web.live import describe_error
+    from toollatch.web.live.session import describe_error
 
     assert describe_error(500, b'{"error": ' + b"[" * 5000 + b"]" * 5000 + b"}") == "Upstream answered 500."

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from assembler import Pipeline, ToolRegistry, read_capture
-from assembler.config import AssembleConfig
-from assembler.demos import CANARY_SECRET, DEMOS, Demo, _all_demos
-from assembler.model import StreamResult
+from toollatch import Pipeline, ToolRegistry, read_capture
+from toollatch.core.config import AssembleConfig
+from toollatch.demo.demos import CANARY_SECRET, DEMOS, Demo, _all_demos
+from toollatch.core.model import StreamResult
 
 SCENARIOS = ("single", "parallel", "noargs", "oversized", "cancel", "truncated", "invalid")
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from assembler import CallState, Pipeline
-from assembler.capture import ProviderEvent
-from assembler.dialects.anthropic import AnthropicAdapter
-from assembler.model import ArgsFragment, BlockStop, CallStart, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamResult, StreamTruncated
+from toollatch import CallState, Pipeline
+from toollatch.wire.capture import ProviderEvent
+from toollatch.dialects.anthropic import AnthropicAdapter
+from toollatch.core.model import ArgsFragment, BlockStop, CallStart, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamResult, StreamTruncated
 
 from .test_fixture_classes import anthropic_end, anthropic_message_start, anthropic_text_block, anthropic_tool_block
 

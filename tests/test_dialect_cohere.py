@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from assembler import Pipeline
-from assembler.capture import ProviderEvent, read_capture
-from assembler.config import AssembleConfig
-from assembler.dialects.cohere import CohereAdapter
-from assembler.model import ArgsFragment, BlockStop, CallState, StreamEnd, StreamResult
+from toollatch import Pipeline
+from toollatch.wire.capture import ProviderEvent, read_capture
+from toollatch.core.config import AssembleConfig
+from toollatch.dialects.cohere import CohereAdapter
+from toollatch.core.model import ArgsFragment, BlockStop, CallState, StreamEnd, StreamResult
 
 START = {"id": "msg-1", "type": "message-start", "delta": {"message": {"role": "assistant", "tool_calls": []}}}
 PLAN = {"type": "tool-plan-delta", "delta": {"message": {"tool_plan": "I will call a tool."}}}

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembler import Pipeline
-from assembler.capture import DONE, ProviderEvent
-from assembler.dialects.ends import COMPLETE, ERROR, TRUNCATED, end_ops, kind_of
-from assembler.model import CallState, Quirk, StreamEnd, StreamError, StreamResult, StreamTruncated
+from toollatch import Pipeline
+from toollatch.wire.capture import DONE, ProviderEvent
+from toollatch.dialects.ends import COMPLETE, ERROR, TRUNCATED, end_ops, kind_of
+from toollatch.core.model import CallState, Quirk, StreamEnd, StreamError, StreamResult, StreamTruncated
 
 ARGS = '{"a": 2}'
 
@@ -225,7 +225,7 @@ def sse_of(events: list[Any]) -> bytes:
 @pytest.mark.parametrize("dialect", ["openai-chat", "openai-responses", "anthropic", "gemini", "cohere", "bedrock-converse"])
 def test_an_unreadable_first_data_line_ends_the_one_stream_in_error(dialect: str) -> None:
     # a gateway's keep-alive comment wrapped as data, before the stream's own start event
-    from assembler import read_capture
+    from toollatch import read_capture
 
     build = DIALECTS[dialect][0]
     pipeline = Pipeline(name="k.sse")

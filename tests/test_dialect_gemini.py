@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembler import Pipeline
-from assembler.capture import ProviderEvent, read_capture
-from assembler.config import AssembleConfig
-from assembler.dialects.gemini import GeminiAdapter, PartialArgsError, parse_json_path
-from assembler.model import ArgsFragment, BlockStop, CallState, StreamEnd, StreamResult
+from toollatch import Pipeline
+from toollatch.wire.capture import ProviderEvent, read_capture
+from toollatch.core.config import AssembleConfig
+from toollatch.dialects.gemini import GeminiAdapter, PartialArgsError, parse_json_path
+from toollatch.core.model import ArgsFragment, BlockStop, CallState, StreamEnd, StreamResult
 
 
 def chunk(*parts: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from assembler import CallState, Pipeline
-from assembler.capture import ProviderEvent
-from assembler.dialects.openai_chat import OpenAIChatAdapter
-from assembler.model import ArgsFragment, CallIdentity, CallStart, Op, Quirk, StreamEnd, StreamError, StreamResult, StreamTruncated
+from toollatch import CallState, Pipeline
+from toollatch.wire.capture import ProviderEvent
+from toollatch.dialects.openai_chat import OpenAIChatAdapter
+from toollatch.core.model import ArgsFragment, CallIdentity, CallStart, Op, Quirk, StreamEnd, StreamError, StreamResult, StreamTruncated
 
 from .test_fixture_classes import openai_choice, openai_chunk, openai_tool_call
 

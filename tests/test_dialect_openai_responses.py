@@ -8,12 +8,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembler import Pipeline
-from assembler.capture import ProviderEvent, read_capture
-from assembler.config import AssembleConfig
-from assembler.dialects import detect
-from assembler.dialects.openai_responses import OpenAIResponsesAdapter
-from assembler.model import ArgsFragment, BlockStop, CallState, Quirk, StreamEnd, StreamResult
+from toollatch import Pipeline
+from toollatch.wire.capture import ProviderEvent, read_capture
+from toollatch.core.config import AssembleConfig
+from toollatch.dialects import detect
+from toollatch.dialects.openai_responses import OpenAIResponsesAdapter
+from toollatch.core.model import ArgsFragment, BlockStop, CallState, Quirk, StreamEnd, StreamResult
 
 RESP = {"type": "response.created", "response": {"id": "resp_1", "model": "gpt-test", "status": "in_progress"}}
 COMPLETED = {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from web.echo import echoed_in_stream, unescape
+from toollatch.web.live.echo import echoed_in_stream, unescape
 
 KEY = "sk-echo-Abc123Def456Ghi789"
 

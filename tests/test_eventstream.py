@@ -29,10 +29,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assembler import AssembleConfig, CallState, Pipeline, iter_capture, iter_file, read_capture
-from assembler.capture import ProviderEvent, is_eventstream
-from assembler.cli import main
-from assembler.model import StreamResult
+from toollatch import AssembleConfig, CallState, Pipeline, iter_capture, iter_file, read_capture
+from toollatch.wire.capture import ProviderEvent, is_eventstream
+from toollatch.cli import main
+from toollatch.core.model import StreamResult
 
 from .conftest import CAPTURES, load_expected, require_shared
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from assembler import AssembleConfig, CallState
-from assembler.calls import RunBudget
-from assembler.execute import NotCommittedError, ToolRunner, execute
-from assembler.metrics import Metrics
-from assembler.model import CommittedCall
+from toollatch import AssembleConfig, CallState
+from toollatch.core.calls import RunBudget
+from toollatch.core.execute import NotCommittedError, ToolRunner, execute
+from toollatch.observe.metrics import Metrics
+from toollatch.core.model import CommittedCall
 
 from .test_fixture_classes import assemble_bytes, wire
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from assembler import Pipeline, read_capture
-from assembler.export import redact_capture
+from toollatch import Pipeline, read_capture
+from toollatch.redaction.export import redact_capture
 
 from .conftest import CAPTURES, CASES, expected_files
 
@@ -77,7 +77,7 @@ def test_redaction_is_idempotent_in_shape() -> None:
 
 
 def test_cli_export_writes_reproducer_report_and_summary(tmp_path: Path) -> None:
-    from assembler.cli import main
+    from toollatch.cli import main
 
     from .test_fixture_classes import wire
 
@@ -97,7 +97,7 @@ def test_cli_export_writes_reproducer_report_and_summary(tmp_path: Path) -> None
 
 
 def test_cli_export_of_a_missing_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from assembler.cli import main
+    from toollatch.cli import main
 
     assert main(["export", "--redact", str(tmp_path / "nope.sse"), "-o", str(tmp_path / "o.sse")]) == 2
     err = capsys.readouterr().err

@@ -1,8 +1,8 @@
-"""The public API of ``assembler`` is curated: ``__all__`` is pinned and every name resolves."""
+"""The public API of ``toollatch`` is curated: ``__all__`` is pinned and every name resolves."""
 
 from __future__ import annotations
 
-import assembler
+import toollatch
 
 EXPECTED = [
     "AssembleConfig",
@@ -40,18 +40,18 @@ EXPECTED = [
 
 def test_all_is_pinned() -> None:
     assert EXPECTED == sorted(EXPECTED)
-    assert assembler.__all__ == EXPECTED
+    assert toollatch.__all__ == EXPECTED
 
 
 def test_every_exported_name_resolves_to_a_public_object() -> None:
-    for name in assembler.__all__:
-        member = getattr(assembler, name)
+    for name in toollatch.__all__:
+        member = getattr(toollatch, name)
         module = getattr(member, "__module__", "")
-        assert module.startswith("assembler."), (name, module)
+        assert module.startswith("toollatch."), (name, module)
         assert getattr(member, "__name__", name) == name
 
 
 def test_star_import_gives_exactly_all() -> None:
     namespace: dict[str, object] = {}
-    exec("from assembler import *", namespace)
+    exec("from toollatch import *", namespace)
     assert sorted(k for k in namespace if k != "__builtins__") == EXPECTED

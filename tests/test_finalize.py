@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from assembler.finalize import StrictJSONError, check_arguments, strict_loads
-from assembler.registry import ToolRegistry
+from toollatch.core.finalize import StrictJSONError, check_arguments, strict_loads
+from toollatch.core.registry import ToolRegistry
 
 SECRET = "sk-live-Zq81mWx4NoLeak"
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from assembler import AssembleConfig, CallState, Pipeline, ToolRegistry, iter_capture
-from assembler.model import StreamResult
+from toollatch import AssembleConfig, CallState, Pipeline, ToolRegistry, iter_capture
+from toollatch.core.model import StreamResult
 
 Call = tuple[str, str, Sequence[str]]  # (call_id, name, argument fragments)
 

@@ -41,8 +41,8 @@ from typing import Any
 
 import pytest
 
-from assembler import AssembleConfig, CallState, Pipeline, iter_capture
-from assembler.model import StreamResult
+from toollatch import AssembleConfig, CallState, Pipeline, iter_capture
+from toollatch.core.model import StreamResult
 
 from .test_eventstream import encode_events
 from .test_fixture_classes import Call, anthropic_end, anthropic_message_start, anthropic_tool_block, assemble_bytes, registry_for

@@ -1,10 +1,10 @@
-"""Every code the assembler can emit has plain words in web.glossary (pages: tests/test_web_summary.py).
+"""Every code the assembler can emit has plain words in toollatch.web.pages.glossary (pages: tests/test_web_summary.py).
 
 The codes are read from the assembler's own source, not listed by hand: reason codes from
-:class:`~assembler.model.Reason`, stream end kinds from ``StreamEndKind``, quirk names from
+:class:`~toollatch.core.model.Reason`, stream end kinds from ``StreamEndKind``, quirk names from
 each ``Quirk("...")`` op, each ``self._quirk("...")`` and each SSE framing deviation
 (``_framing.add("...")``, ``framing=("...",)``), diagnosis kinds from each ``{"kind": "..."}``
-dict, and naive strategies from each ``_action("...")`` in :mod:`assembler.naive`.
+dict, and naive strategies from each ``_action("...")`` in :mod:`toollatch.redaction.naive`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from assembler.model import Reason, StreamEndKind
-from web import glossary
+from toollatch.core.model import Reason, StreamEndKind
+from toollatch.web.pages import glossary
 
 ASSEMBLER = Path(__file__).resolve().parent.parent / "assembler"
 
@@ -81,4 +81,4 @@ def test_the_code_scan_finds_each_family() -> None:
 @pytest.mark.parametrize("family", ["reason", "end", "quirk", "diagnosis", "strategy"])
 def test_every_code_the_assembler_can_emit_has_plain_words(family: str) -> None:
     missing = sorted(code for code in emitted_codes()[family] if not glossary.plain(code, family))
-    assert not missing, f"{family} codes without plain words in web/glossary.py: {missing}"
+    assert not missing, f"{family} codes without plain words in web/pages/glossary.py: {missing}"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from assembler import AssembleConfig, CommittedCall
-from assembler.history import build_history, check_protocol
-from assembler.model import CallState, StreamResult, ToolResult
+from toollatch import AssembleConfig, CommittedCall
+from toollatch.core.history import build_history, check_protocol
+from toollatch.core.model import CallState, StreamResult, ToolResult
 
 from .conftest import CAPTURES, CASES, expected_files
 from .test_captures import assemble
@@ -120,7 +120,7 @@ def test_two_calls_with_one_id_leave_one_entry_and_one_answer(data: bytes, confi
 
 
 def test_two_calls_with_one_id_cancelled_leave_one_entry_and_one_answer() -> None:
-    from assembler import Pipeline, read_capture
+    from toollatch import Pipeline, read_capture
 
     pipeline = Pipeline()
     for event in read_capture(_chat_same_id(['{"amount": 1', '{"amount": 2'], end=False)):

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from assembler import read_capture
-from assembler.capture import CaptureError
-from assembler.cli import main
-from assembler.har import is_har, read_har
-from assembler.inputs import assemble_path
+from toollatch import read_capture
+from toollatch.wire.capture import CaptureError
+from toollatch.cli import main
+from toollatch.wire.har import is_har, read_har
+from toollatch.wire.inputs import assemble_path
 
 from .conftest import CAPTURES, CASES, expected_files
 

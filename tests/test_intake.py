@@ -1,4 +1,4 @@
-"""One push decoder for every intake (``assembler/intake.py``): files, standard input,
+"""One push decoder for every intake (``assembler/wire/intake.py``): files, standard input,
 ``latch()`` and live sessions read the same events from the same bytes, whatever the split:
 SSE, JSON Lines, the AWS event stream, an HTTP head in front, gzip."""
 
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from assembler.capture import iter_file
-from assembler.config import AssembleConfig
-from assembler.inputs import assemble_path
-from assembler.intake import PushDecoder
-from web.live import LiveSession, LiveSource
-from web.session import Status
+from toollatch.wire.capture import iter_file
+from toollatch.core.config import AssembleConfig
+from toollatch.wire.inputs import assemble_path
+from toollatch.wire.intake import PushDecoder
+from toollatch.web.live.session import LiveSession, LiveSource
+from toollatch.web.replay.session import Status
 
 from .conftest import CAPTURES, CASES, require_shared
 from .test_eventstream import encode_events
@@ -98,8 +98,8 @@ def test_a_credential_echoed_in_an_event_stream_payload_is_scrubbed() -> None:
 
 
 def _array_of(scenario: str, dialect: str, pairs: bool) -> bytes:
-    from assembler.capture import read_capture
-    from assembler.mockwire import scenario_events
+    from toollatch.wire.capture import read_capture
+    from toollatch.demo.mockwire import scenario_events
 
     events = read_capture(b"".join(scenario_events(scenario, dialect)))
     if pairs:
@@ -109,8 +109,8 @@ def _array_of(scenario: str, dialect: str, pairs: bool) -> bytes:
 
 @pytest.mark.parametrize(("dialect", "pairs"), [("openai-chat", False), ("openai-chat", True), ("anthropic", False), ("anthropic", True)])
 def test_a_json_array_of_events_assembles_as_the_stream(dialect: str, pairs: bool, tmp_path: Path) -> None:
-    from assembler import latch
-    from assembler.mockwire import scenario_events
+    from toollatch import latch
+    from toollatch.demo.mockwire import scenario_events
 
     wire = tmp_path / "wire.sse"
     wire.write_bytes(b"".join(scenario_events("parallel", dialect)))
@@ -138,7 +138,7 @@ def _through_the_proxy(path: str, body: bytes, media_type: str, request: dict[st
     from starlette.responses import StreamingResponse
     from starlette.routing import Route
 
-    from web import Settings, create_app
+    from toollatch.web import Settings, create_app
 
     from .test_live_server import finished, newest_live, serve
 
@@ -189,7 +189,7 @@ def test_a_bedrock_event_stream_through_the_proxy_assembles_as_from_a_file(path:
     from starlette.responses import StreamingResponse
     from starlette.routing import Route
 
-    from web import Settings, create_app
+    from toollatch.web import Settings, create_app
 
     from .test_live_server import finished, newest_live, serve
 

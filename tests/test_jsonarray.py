@@ -1,4 +1,4 @@
-"""A JSON array of provider events read one element at a time (assembler/jsonarray.py):
+"""A JSON array of provider events read one element at a time (assembler/wire/jsonarray.py):
 Gemini's default ``streamGenerateContent`` body, pretty-printed, ``,\\r\\n`` between elements."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembler.intake import PushDecoder
-from assembler.jsonarray import ArrayReader
+from toollatch.wire.intake import PushDecoder
+from toollatch.wire.jsonarray import ArrayReader
 
 CHUNKS: list[dict[str, Any]] = [
     {"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "STOP", "index": 0}]},
@@ -79,7 +79,7 @@ def test_an_unreadable_element_is_named_and_reading_goes_on() -> None:
 
 
 def test_an_element_over_the_limit_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("assembler.jsonarray.MAX_ELEMENT_BYTES", 64)
+    monkeypatch.setattr("toollatch.wire.jsonarray.MAX_ELEMENT_BYTES", 64)
     reader = ArrayReader("g.json")
     events = reader.feed(b'[{"a": "') + reader.feed(b"x" * 100) + reader.feed(b'"}]') + reader.close()
     assert [e.error for e in events] == ["g.json:1 (byte 1): an array element over 64 bytes"]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembler.jsonprefix import JSONPrefixScanner, diagnose
+from toollatch.core.jsonprefix import JSONPrefixScanner, diagnose
 
 from .conftest import CASES, require_shared
 from .test_captures import assemble
@@ -127,7 +127,7 @@ def test_every_invalid_json_case_shows_where_it_broke(case: str, diagnosis: dict
 
 
 def test_semantic_and_schema_diagnoses_name_no_argument_text() -> None:
-    from assembler import ToolRegistry
+    from toollatch import ToolRegistry
 
     from .test_fixture_classes import assemble_bytes, wire
 

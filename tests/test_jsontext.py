@@ -1,4 +1,4 @@
-"""assembler/jsontext.py: JSON depth measured and JSON written without recursion limits."""
+"""assembler/core/jsontext.py: JSON depth measured and JSON written without recursion limits."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from assembler.jsontext import dumps, rebuild, text_depth, value_depth
+from toollatch.core.jsontext import dumps, rebuild, text_depth, value_depth
 
 
 def deep_list(depth: int) -> list[Any]:

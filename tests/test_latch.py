@@ -16,12 +16,12 @@ import anthropic
 import openai
 import pytest
 
-from assembler import latch
-from assembler.history import check_protocol
-from assembler.inputs import assemble_path
-from assembler.model import CallState
-from assembler.registry import RegistryError, ToolRegistry
-from web.mock import MockProvider, create_mock_app
+from toollatch import latch
+from toollatch.core.history import check_protocol
+from toollatch.wire.inputs import assemble_path
+from toollatch.core.model import CallState
+from toollatch.core.registry import RegistryError, ToolRegistry
+from toollatch.web.live.mock import MockProvider, create_mock_app
 
 from .conftest import CAPTURES, require_shared, tools_file
 from .test_live_server import serve
@@ -196,7 +196,7 @@ def test_with_block_left_early_cancels() -> None:
 
 
 def _chat_wire() -> list[bytes]:
-    from assembler.mockwire import scenario_events
+    from toollatch.demo.mockwire import scenario_events
 
     return scenario_events("single", "openai-chat")
 

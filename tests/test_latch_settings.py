@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from assembler import AssembleConfig, CallState, Pipeline, iter_capture
-from assembler.calls import RunBudget
-from assembler.history import build_history, check_protocol
-from assembler.metrics import Metrics
-from assembler.model import StreamResult, ToolResult
+from toollatch import AssembleConfig, CallState, Pipeline, iter_capture
+from toollatch.core.calls import RunBudget
+from toollatch.core.history import build_history, check_protocol
+from toollatch.observe.metrics import Metrics
+from toollatch.core.model import StreamResult, ToolResult
 
 from .test_fixture_classes import (
     anthropic_end,

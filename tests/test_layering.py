@@ -1,4 +1,5 @@
-"""Layering: importing the assembler (every module of it, the CLI included) loads no web framework."""
+"""Layering: importing the library (every module of ``toollatch`` but the dashboard, ``toollatch.web``,
+the CLI included) loads neither a web framework nor the dashboard."""
 
 from __future__ import annotations
 
@@ -8,39 +9,60 @@ import subprocess
 import sys
 from pathlib import Path
 
-import assembler
+import toollatch
 
 ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN = ("fastapi", "starlette", "jinja2", "uvicorn", "websockets", "web")
+FORBIDDEN = ("fastapi", "starlette", "jinja2", "uvicorn", "websockets")
+DASHBOARD = "toollatch.web"
 
 SCRIPT = """
 import importlib, json, pkgutil, sys
-import assembler
-names = ["assembler"] + [m.name for m in pkgutil.walk_packages(assembler.__path__, "assembler.")]
-for name in names:
-    importlib.import_module(name)
+import toollatch
+names = ["toollatch"]
+
+
+def walk(package):
+    # every module of the package but the dashboard (toollatch.web), imported as it is found
+    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+        if info.name != "toollatch.web":
+            names.append(info.name)
+            module = importlib.import_module(info.name)
+            if info.ispkg:
+                walk(module)
+
+
+walk(toollatch)
 print(json.dumps({"imported": names, "modules": sorted(sys.modules)}))
 """
 
 
-def test_submodules_are_discovered() -> None:
-    names = {m.name for m in pkgutil.walk_packages(assembler.__path__, "assembler.")}
-    assert {"assembler.cli", "assembler.assembler", "assembler.dialects.openai_chat", "assembler.dialects.anthropic"} <= names
-
-
-def test_importing_the_assembler_loads_no_web_framework() -> None:
+def library_modules() -> tuple[list[str], set[str]]:
+    """The modules the layering script imported, and every module loaded once it had."""
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=ROOT, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert "assembler.cli" in report["imported"] and "assembler.pipeline" in report["imported"]
+    return report["imported"], set(report["modules"])
+
+
+def test_submodules_are_discovered() -> None:
+    names = set(library_modules()[0])
+    assert {"toollatch.cli", "toollatch.core.assembler", "toollatch.dialects.openai_chat", "toollatch.dialects.anthropic"} <= names
+    assert not any(name == DASHBOARD or name.startswith(DASHBOARD + ".") for name in names)
+
+
+def test_importing_the_library_loads_no_web_framework_nor_the_dashboard() -> None:
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=ROOT, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert "toollatch.cli" in report["imported"] and "toollatch.core.pipeline" in report["imported"]
     loaded = set(report["modules"])
-    leaked = sorted(m for m in loaded if m.split(".")[0] in FORBIDDEN)
+    leaked = sorted(m for m in loaded if m.split(".")[0] in FORBIDDEN or m == DASHBOARD or m.startswith(DASHBOARD + "."))
     assert leaked == []
 
 
 def test_the_check_would_notice_a_web_import() -> None:
     # guard against a vacuous pass: the same subprocess sees starlette when it is imported
-    script = SCRIPT.replace("import assembler\n", "import assembler, starlette\n", 1)
+    script = SCRIPT.replace("import toollatch\n", "import toollatch, starlette, toollatch.web.settings\n", 1)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    assert "starlette" in json.loads(done.stdout)["modules"]
+    assert {"starlette", "toollatch.web.settings"} <= set(json.loads(done.stdout)["modules"])

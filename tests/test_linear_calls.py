@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from assembler.assembler import Assembler
-from assembler.capture import ProviderEvent
-from assembler.dialects import make_adapter
+from toollatch.core.assembler import Assembler
+from toollatch.wire.capture import ProviderEvent
+from toollatch.dialects import make_adapter
 
 from .conftest import ROOT
 

@@ -13,12 +13,12 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from assembler.capture import read_capture
-from assembler.demos import DEMOS
-from assembler.export import redact_capture
-from web import Settings, create_app
-from web.live import IncrementalCapture, describe_error, endpoint_dialect
-from web.mock import MockProvider, create_mock_app
+from toollatch.wire.capture import read_capture
+from toollatch.demo.demos import DEMOS
+from toollatch.redaction.export import redact_capture
+from toollatch.web import Settings, create_app
+from toollatch.web.live.session import IncrementalCapture, describe_error, endpoint_dialect
+from toollatch.web.live.mock import MockProvider, create_mock_app
 
 from .conftest import CAPTURES
 from .test_live_server import (
@@ -197,7 +197,7 @@ def test_live_sessions_ignore_replay_controls(base: str) -> None:
 
 
 def test_recordings_are_in_the_store_without_headers(base: str, tmp_path: Path) -> None:
-    from web.store import Store
+    from toollatch.web.store import Store
 
     listed = [s for s in sessions(base) if s["source"]["kind"] == "live" and s["source"]["recording"]]
     assert listed
@@ -209,7 +209,7 @@ def test_recordings_are_in_the_store_without_headers(base: str, tmp_path: Path) 
 
 
 def test_a_stalled_upstream_fails_open_calls_with_idle_timeout(tmp_path: Path) -> None:
-    from assembler.config import AssembleConfig
+    from toollatch.core.config import AssembleConfig
 
     settings = Settings(mock_delay=0.0, data_dir=tmp_path, config=AssembleConfig(assemble_idle_timeout_s=0.3))
     with serve(create_app(settings)) as url, httpx.Client() as client:

@@ -13,10 +13,10 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from assembler.capture import read_capture
-from assembler.pipeline import assemble_events
-from web import Settings, create_app
-from web.live import LiveSource
+from toollatch.wire.capture import read_capture
+from toollatch.core.pipeline import assemble_events
+from toollatch.web import Settings, create_app
+from toollatch.web.live.session import LiveSource
 
 from .test_live_server import finished, newest_live, serve, session_doc, wait_for
 from .test_web_app import TestClient, make_client

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from web.server import SERVER_OPTIONS
+from toollatch.web.server import SERVER_OPTIONS
 
 
 def free_port() -> int:

@@ -15,7 +15,7 @@ import openai
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from web import Settings, create_app
+from toollatch.web import Settings, create_app
 
 from .test_live_server import finished, newest_live, serve, wait_for
 

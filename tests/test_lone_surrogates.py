@@ -20,9 +20,9 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from assembler.model import CallState
-from web import Settings, create_app
-from web.store import Store
+from toollatch.core.model import CallState
+from toollatch.web import Settings, create_app
+from toollatch.web.store import Store
 
 from . import test_eventstream as eventstream
 from . import test_fixture_classes as classes
@@ -53,7 +53,7 @@ def wire_bytes(wire: Any, call_id: str, name: str) -> bytes:
 
 
 def test_escape_surrogates_keeps_valid_text() -> None:
-    from assembler.model import escape_surrogates
+    from toollatch.core.model import escape_surrogates
 
     assert escape_surrogates("plain") == "plain"
     assert escape_surrogates("Zürich 😀") == "Zürich 😀"

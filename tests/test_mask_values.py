@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from assembler.demos import CANARY_SECRET
-from web.mask_values import HIDDEN, hide_values
+from toollatch.demo.demos import CANARY_SECRET
+from toollatch.web.mask_values import HIDDEN, hide_values
 
 from .test_web_app import WS_BASE, TestClient, make_client
 

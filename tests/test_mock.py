@@ -1,4 +1,4 @@
-"""The built-in mock provider and :mod:`assembler.mockwire`: every scenario in every dialect,
+"""The built-in mock provider and :mod:`toollatch.demo.mockwire`: every scenario in every dialect,
 captures at their own endpoint only, provider-exact errors, pacing options."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from assembler.capture import read_capture
-from assembler.demos import DEMOS
-from assembler.mockwire import (
+from toollatch.wire.capture import read_capture
+from toollatch.demo.demos import DEMOS
+from toollatch.demo.mockwire import (
     MOCK_DIALECTS,
     final_response,
     rechunk,
@@ -20,9 +20,9 @@ from assembler.mockwire import (
     scenario_script,
     split_events,
 )
-from assembler.retell import synthesize_stream
-from assembler.pipeline import assemble_events
-from web.mock import ENDPOINTS, MockProvider, create_mock_app
+from toollatch.wire.retell import synthesize_stream
+from toollatch.core.pipeline import assemble_events
+from toollatch.web.live.mock import ENDPOINTS, MockProvider, create_mock_app
 
 SCENARIOS = scenario_names()
 PATH = {dialect: path for path, dialect in ENDPOINTS.items()}

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from assembler import cli
-from assembler.config import ConfigError
+from toollatch import cli
+from toollatch.core.config import ConfigError
 
 from .test_live_server import free_port
 
@@ -52,10 +52,10 @@ def test_bad_serve_sections_are_refused_by_name(tmp_path: Path, text: str, messa
 
 
 def test_serve_passes_upstreams_and_keys_to_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import web.app
+    import toollatch.web.app
 
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(web.app, "run", lambda settings: seen.setdefault("settings", settings))
+    monkeypatch.setattr(toollatch.web.app, "run", lambda settings: seen.setdefault("settings", settings))
     path = tmp_path / "serve.yaml"
     path.write_text("upstreams:\n  gw: http://127.0.0.1:4000\nmock:\n  delay: 0.5\n")
     argv = ["serve", "--config", str(path), "--upstream", "openai=https://api.openai.com/v1", "--api-key-env", "openai=OPENAI_API_KEY", "--mock-delay", "0"]
@@ -74,7 +74,7 @@ def test_malformed_options_exit_2(option: str, capsys: pytest.CaptureFixture[str
 def test_binding_another_address_warns(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     import uvicorn
 
-    from web import Settings, app
+    from toollatch.web import Settings, app
 
     monkeypatch.setattr(uvicorn, "run", lambda *a, **k: None)
     app.run(Settings(host="0.0.0.0"))
@@ -83,7 +83,7 @@ def test_binding_another_address_warns(monkeypatch: pytest.MonkeyPatch, caplog: 
 
 def test_toollatch_mock_runs_the_mock_alone(tmp_path: Path) -> None:
     port = free_port()
-    command = [sys.executable, "-m", "assembler.cli", "mock", "--port", str(port), "--delay", "0", "--captures", str(tmp_path)]
+    command = [sys.executable, "-m", "toollatch.cli", "mock", "--port", str(port), "--delay", "0", "--captures", str(tmp_path)]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         base = f"http://127.0.0.1:{port}"
@@ -118,9 +118,9 @@ def test_serve_refuses_typos_in_its_sections_by_name_and_file(
 ) -> None:
     import re
 
-    import web.app
+    import toollatch.web.app
 
-    monkeypatch.setattr(web.app, "run", lambda settings: pytest.fail("the server must not start"))
+    monkeypatch.setattr(toollatch.web.app, "run", lambda settings: pytest.fail("the server must not start"))
     path = tmp_path / "bad.yaml"
     path.write_text(text)
     assert cli.main(["serve", "--config", str(path)]) == 2
@@ -130,10 +130,10 @@ def test_serve_refuses_typos_in_its_sections_by_name_and_file(
 def test_an_upstream_named_like_a_built_in_one_is_warned_about(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import web.app
+    import toollatch.web.app
 
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(web.app, "run", lambda settings: seen.setdefault("settings", settings))
+    monkeypatch.setattr(toollatch.web.app, "run", lambda settings: seen.setdefault("settings", settings))
     path = tmp_path / "serve.yaml"
     path.write_text("upstreams:\n  opneai: http://127.0.0.1:4000\n")
     assert cli.main(["serve", "--config", str(path)]) == 0

@@ -1,4 +1,4 @@
-"""toollatch mock --recording: a recording served at its recorded pace (web.mock)."""
+"""toollatch mock --recording: a recording served at its recorded pace (toollatch.web.live.mock)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from assembler.cli import main
-from assembler.har import write_har
-from assembler.timing import ChunkTimes
-from web.mock import MockProvider, MockTransport
+from toollatch.cli import main
+from toollatch.wire.har import write_har
+from toollatch.observe.timing import ChunkTimes
+from toollatch.web.live.mock import MockProvider, MockTransport
 
 from .test_timing import CALL, _chunks
 

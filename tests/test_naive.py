@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from assembler import Pipeline, read_capture
-from assembler.naive import NaiveAction, naive_lane
+from toollatch import Pipeline, read_capture
+from toollatch.redaction.naive import NaiveAction, naive_lane
 
 from .conftest import CASES, require_shared
 from .test_fixture_classes import anthropic_message_start, anthropic_sse, anthropic_tool_block

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from assembler import CallState, Pipeline
-from assembler.capture import DONE, ProviderEvent
-from assembler.model import StreamResult
+from toollatch import CallState, Pipeline
+from toollatch.wire.capture import DONE, ProviderEvent
+from toollatch.core.model import StreamResult
 
 HEAD = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 

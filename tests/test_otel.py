@@ -15,8 +15,9 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from assembler import latch, otel
-from assembler.telemetry import CALL_EVENT, STREAM_SPAN
+from toollatch import latch
+from toollatch.observe import otel
+from toollatch.observe.telemetry import CALL_EVENT, STREAM_SPAN
 
 from .otlp_receiver import attrs, otlp_receiver, refused_port, silent_port
 
@@ -133,7 +134,7 @@ def test_without_an_endpoint_nothing_of_opentelemetry_is_imported() -> None:
     code = (
         "import sys, os\n"
         "for k in [k for k in os.environ if k.startswith('OTEL_')]: del os.environ[k]\n"
-        "from assembler import latch\n"
+        "from toollatch import latch\n"
         f"s = latch([{_chunk(finish='stop')!r}])\n"
         "list(s); s.turn\n"
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
@@ -183,7 +184,7 @@ def test_without_the_extra_one_warning_and_the_stream_runs(monkeypatch: pytest.M
 def test_spans_still_queued_at_exit_are_sent(receiver: Any) -> None:
     base, got = receiver
     code = (
-        "from assembler import latch\n"
+        "from toollatch import latch\n"
         f"items = {[*_call_chunks('call_exit1', ARGS), _chunk(finish='tool_calls')]!r}\n"
         f"s = latch(items, config={{'telemetry_otlp_endpoint': {base!r}}})\n"
         "list(s); assert s.turn.committed\n"

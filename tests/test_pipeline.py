@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from assembler import CallState, CaptureError, Pipeline, assemble_events, read_capture
-from assembler.capture import ProviderEvent
-from assembler.model import StreamResult
+from toollatch import CallState, CaptureError, Pipeline, assemble_events, read_capture
+from toollatch.wire.capture import ProviderEvent
+from toollatch.core.model import StreamResult
 
 from .test_fixture_classes import (
     anthropic_end,
@@ -88,10 +88,10 @@ def test_explicit_dialect_skips_detection() -> None:
     ],
 )
 def test_recognised_but_unsupported_dialect_names_the_input(data: bytes, dialect: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import assembler.pipeline
+    import toollatch.core.pipeline
 
     # every dialect detection knows has an adapter today; take one away to reach this path
-    monkeypatch.delitem(assembler.pipeline.ADAPTERS, dialect)
+    monkeypatch.delitem(toollatch.core.pipeline.ADAPTERS, dialect)
     with pytest.raises(CaptureError) as info:
         run(data, name="stream.cap")
     assert "stream.cap" in str(info.value) and dialect in str(info.value) and "not supported" in str(info.value)
@@ -234,7 +234,7 @@ def test_check_idle_fails_silent_calls_of_the_current_stream() -> None:
 
 
 def test_an_adapter_fault_fails_the_stream_at_a_named_place_without_quoting_the_event(monkeypatch: pytest.MonkeyPatch) -> None:
-    from assembler.dialects.openai_chat import OpenAIChatAdapter
+    from toollatch.dialects.openai_chat import OpenAIChatAdapter
 
     raw = (
         b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{}"}}]}}]}\n\n'
@@ -280,7 +280,7 @@ def test_bedrock_block_index_of_the_wrong_type_is_ignored_not_fatal() -> None:
 
 
 def test_a_json_lines_stream_cut_mid_line_is_truncated_as_in_the_dashboard() -> None:
-    from assembler import read_capture
+    from toollatch import read_capture
 
     from .test_fixture_classes import openai_tool_chunks
 
@@ -297,8 +297,8 @@ def test_a_json_lines_stream_cut_mid_line_is_truncated_as_in_the_dashboard() -> 
 
 
 def test_input_cut_before_any_event_names_where() -> None:
-    from assembler import read_capture
-    from assembler.capture import CaptureError
+    from toollatch import read_capture
+    from toollatch.wire.capture import CaptureError
 
     pipeline = Pipeline(name="cut.jsonl")
     with pytest.raises(CaptureError, match=r"cut.jsonl:1 \(byte 0\): the input ends inside this event"):

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from assembler.config import AssembleConfig
-from web import Settings
+from toollatch.core.config import AssembleConfig
+from toollatch.web import Settings
 
 from .test_live_exports import chat, event, live
 from .test_web_app import make_client

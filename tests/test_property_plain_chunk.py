@@ -17,9 +17,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assembler import Pipeline
-from assembler.capture import DONE, ProviderEvent
-from assembler.dialects.openai_chat import OpenAIChatAdapter
+from toollatch import Pipeline
+from toollatch.wire.capture import DONE, ProviderEvent
+from toollatch.dialects.openai_chat import OpenAIChatAdapter
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -18,9 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assembler import Pipeline, iter_capture, iter_file
-from assembler.capture import ProviderEvent
-from assembler.model import StreamResult
+from toollatch import Pipeline, iter_capture, iter_file
+from toollatch.wire.capture import ProviderEvent
+from toollatch.core.model import StreamResult
 
 from .conftest import CAPTURES, require_shared
 

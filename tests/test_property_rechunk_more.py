@@ -32,8 +32,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assembler import iter_capture, iter_file
-from assembler.capture import ProviderEvent
+from toollatch import iter_capture, iter_file
+from toollatch.wire.capture import ProviderEvent
 
 from . import test_property_rechunk as base
 from .conftest import CAPTURES, require_shared

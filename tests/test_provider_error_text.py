@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from assembler.cli import main
-from assembler.dialects.base import provider_error
-from assembler.model import StreamError
+from toollatch.cli import main
+from toollatch.dialects.base import provider_error
+from toollatch.core.model import StreamError
 
 from .test_web_app import make_client
 from .test_web_triage import upload

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from assembler import assemble_events, read_capture
-from assembler.model import CallState, StreamResult
+from toollatch import assemble_events, read_capture
+from toollatch.core.model import CallState, StreamResult
 
 HUGE = 10**15
 

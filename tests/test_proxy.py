@@ -19,10 +19,10 @@ import httpx2
 import openai
 import pytest
 
-from assembler.demos import DEMOS
-from assembler.mockwire import scenario_events
-from web import Settings, create_app
-from web.connect import convert_tools
+from toollatch.demo.demos import DEMOS
+from toollatch.demo.mockwire import scenario_events
+from toollatch.web import Settings, create_app
+from toollatch.web.live.connect import convert_tools
 
 from .test_live_server import (
     finished,

@@ -14,9 +14,9 @@ import httpx
 import openai
 import pytest
 
-from assembler.demos import DEMOS
-from web import Settings, create_app
-from web.mock import MockProvider, create_mock_app
+from toollatch.demo.demos import DEMOS
+from toollatch.web import Settings, create_app
+from toollatch.web.live.mock import MockProvider, create_mock_app
 
 from .test_live_server import (
     finished,

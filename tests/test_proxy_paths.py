@@ -14,10 +14,10 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from web import Settings, create_app
-from web.credentials import SecretQueryFilter, redact_url
-from web.mock import MockProvider
-from web.proxy import Upstreams, split_path
+from toollatch.web import Settings, create_app
+from toollatch.web.live.credentials import SecretQueryFilter, redact_url
+from toollatch.web.live.mock import MockProvider
+from toollatch.web.live.proxy import Upstreams, split_path
 
 from .test_live_server import finished, newest_live, serve
 from .test_web_app import BASE, TestClient

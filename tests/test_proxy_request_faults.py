@@ -16,8 +16,8 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from web import Settings, create_app
-from web.proxy import error_json, error_shape, open_upstream
+from toollatch.web import Settings, create_app
+from toollatch.web.live.proxy import error_json, error_shape, open_upstream
 
 from .test_live_server import serve, wait_for
 from .test_web_app import BASE
@@ -209,7 +209,7 @@ def test_direct_connect_ends_its_session_when_the_body_raises_something_else(cli
 
 
 def test_a_request_cancelled_before_the_upstream_answers_cancels_its_session(client: TestClient) -> None:
-    from web.proxy import new_session
+    from toollatch.web.live.proxy import new_session
 
     app = client.app
     store, upstreams = app.state.store, app.state.upstreams  # type: ignore[attr-defined]

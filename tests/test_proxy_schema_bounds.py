@@ -13,7 +13,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from web import Settings, create_app
+from toollatch.web import Settings, create_app
 
 from .test_proxy_request_faults import only_session, use_transport
 from .test_web_app import BASE

@@ -19,11 +19,11 @@ from starlette.testclient import TestClient
 from starlette.types import ASGIApp, Receive, Scope, Send
 from websockets.sync.client import connect
 
-from assembler.demos import DEMOS
-from web import Settings, create_app
-from web.mock import MockProvider, create_mock_app
-from web.proxy import forward_headers, is_secret_header, secret_values
-from web.store import Store
+from toollatch.demo.demos import DEMOS
+from toollatch.web import Settings, create_app
+from toollatch.web.live.mock import MockProvider, create_mock_app
+from toollatch.web.live.proxy import forward_headers, is_secret_header, secret_values
+from toollatch.web.store import Store
 
 from .test_live_server import finished, newest_live, serve, sessions
 from .test_web_app import BASE

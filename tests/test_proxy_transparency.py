@@ -20,8 +20,8 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from web import Settings, create_app
-from web.connect import USER_AGENT
+from toollatch.web import Settings, create_app
+from toollatch.web.live.connect import USER_AGENT
 
 from .test_live_server import finished, newest_live, serve
 
@@ -159,7 +159,7 @@ def test_a_proxied_response_carries_the_upstreams_date_and_server_once_and_no_ot
 def test_the_dashboard_runs_with_no_header_of_the_servers_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import uvicorn
 
-    from web.app import run
+    from toollatch.web.app import run
 
     options: dict[str, object] = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: options.update(kw))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from assembler.mockwire import scenario_names
-from web import Settings, create_app
+from toollatch.demo.mockwire import scenario_names
+from toollatch.web import Settings, create_app
 
 BASE = "http://127.0.0.1"
 

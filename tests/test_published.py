@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from assembler import Pipeline, read_capture
-from assembler.export import committed_calls, redact_capture
-from assembler.published import mask_keeping, published_strings
-from assembler.registry import ToolRegistry
+from toollatch import Pipeline, read_capture
+from toollatch.redaction.export import committed_calls, redact_capture
+from toollatch.redaction.published import mask_keeping, published_strings
+from toollatch.core.registry import ToolRegistry
 
 WEATHER = {
     "type": "object",

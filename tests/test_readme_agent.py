@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-from web.mock import MockProvider, create_mock_app
+from toollatch.web.live.mock import MockProvider, create_mock_app
 
 from .conftest import ROOT
 from .test_live_server import free_port, serve

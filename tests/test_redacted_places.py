@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from assembler import read_capture
-from assembler.export import UNREAD_STREAM, redact_capture, stray_argument_text
-from web import Settings
-from web.live_store import save_recording
+from toollatch import read_capture
+from toollatch.redaction.export import UNREAD_STREAM, redact_capture, stray_argument_text
+from toollatch.web import Settings
+from toollatch.web.live.store import save_recording
 
 from .test_export import verdicts
 from .test_live_exports import live
@@ -363,7 +363,7 @@ NON_STREAMING = {
 
 @pytest.mark.parametrize("name", list(NON_STREAMING))
 def test_a_non_streaming_body_with_calls_its_stream_leaves_out_is_downloaded_redacted(tmp_path: Path, name: str) -> None:
-    from web.live import LiveSource
+    from toollatch.web.live.session import LiveSource
 
     dialect, endpoint = {"openai-chat": ("openai-chat", "/v1/chat/completions"), "anthropic": ("anthropic", "/v1/messages"), "responses": ("openai-responses", "/v1/responses")}[name.split()[0]]
     with make_client(Settings(data_dir=tmp_path)) as client:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from assembler.registry import RegistryError, ToolRegistry
+from toollatch.core.registry import RegistryError, ToolRegistry
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 

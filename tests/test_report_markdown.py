@@ -16,9 +16,9 @@ from pathlib import Path
 import cmarkgfm
 import pytest
 
-from assembler.cli import main
-from assembler.report import code_span
-from web import Settings
+from toollatch.cli import main
+from toollatch.redaction.report import code_span
+from toollatch.web import Settings
 
 from .test_web_app import make_client
 

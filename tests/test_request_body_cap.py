@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from web import Settings, create_app
+from toollatch.web import Settings, create_app
 
 from .test_web_app import BASE
 
@@ -72,7 +72,7 @@ def test_a_declared_length_over_the_cap_is_refused_before_reading(client: TestCl
 
 
 def test_a_mirror_body_over_its_cap_is_refused_at_the_cap(client: TestClient) -> None:
-    from web.mirror import MAX_BODY
+    from toollatch.web.live.mirror import MAX_BODY
 
     status, pulled = post_chunked(client, "/api/mirror")
     assert status == 400
@@ -80,7 +80,7 @@ def test_a_mirror_body_over_its_cap_is_refused_at_the_cap(client: TestClient) ->
 
 
 def test_a_session_create_body_is_capped(client: TestClient) -> None:
-    from web.api import MAX_CREATE_BYTES
+    from toollatch.web.pages.api import MAX_CREATE_BYTES
 
     status, pulled = post_chunked(client, "/api/sessions")
     assert status == 413 and pulled <= MAX_CREATE_BYTES + CHUNK

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from assembler.demos import DEMOS
-from assembler.registry import RegistryError
-from web import Settings, create_app
-from web.live import LiveSource, usable_registry
-from web.sources import registry_from_tools
-from web.store import Store, tool_names
+from toollatch.demo.demos import DEMOS
+from toollatch.core.registry import RegistryError
+from toollatch.web import Settings, create_app
+from toollatch.web.live.session import LiveSource, usable_registry
+from toollatch.web.triage.sources import registry_from_tools
+from toollatch.web.store import Store, tool_names
 
 from .test_web_app import BASE, upload
 

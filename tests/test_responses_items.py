@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from assembler.capture import read_capture
-from assembler.export import redact_capture
-from assembler.history import build_history, check_protocol
-from assembler.model import CallState, StreamResult, ToolResult
-from assembler.pipeline import assemble_events
-from assembler.registry import ToolRegistry
+from toollatch.wire.capture import read_capture
+from toollatch.redaction.export import redact_capture
+from toollatch.core.history import build_history, check_protocol
+from toollatch.core.model import CallState, StreamResult, ToolResult
+from toollatch.core.pipeline import assemble_events
+from toollatch.core.registry import ToolRegistry
 
 from .test_export import verdicts
 
@@ -227,7 +227,7 @@ def test_openai_custom_tool_call_stays_a_client_call() -> None:
 
 
 def test_client_items_of_a_non_streaming_body_are_calls() -> None:
-    from assembler.retell import retell_body, untold_arguments
+    from toollatch.wire.retell import retell_body, untold_arguments
 
     output = [{**item, "status": "completed"} for item, _, _ in CLIENT_ITEMS.values()]
     hosted = shell_item(call_id="call_h", environment={"type": "container_reference", "container_id": "c"})

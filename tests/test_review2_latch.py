@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from assembler import Pipeline, read_capture
-from assembler.model import CallState, StreamResult
+from toollatch import Pipeline, read_capture
+from toollatch.core.model import CallState, StreamResult
 
 from .test_dialect_gemini import chunk as _chunk
 from .test_dialect_gemini import run as _gemini
@@ -111,7 +111,7 @@ def test_a_streamed_call_cut_off_by_the_next_call_never_commits() -> None:
 
 
 def test_gemini_args_that_are_not_an_object_are_still_held_to_strict_json() -> None:
-    from assembler import AssembleConfig
+    from toollatch import AssembleConfig
 
     data = b'data: {"candidates":[{"content":{"parts":[{"functionCall":{"name":"f","args":[{"cmd":"ls","cmd":"rm -rf /"}]}}]},"finishReason":"STOP"}]}\n\n'
     pipeline = Pipeline(config=AssembleConfig(arguments_must_be_object=False))
@@ -156,7 +156,7 @@ _SHARED_ID = {
 
 @pytest.mark.parametrize("dialect", list(_SHARED_ID))
 def test_the_next_turn_is_protocol_valid_when_two_calls_share_an_id(dialect: str) -> None:
-    from assembler.history import build_history, check_protocol
+    from toollatch.core.history import build_history, check_protocol
 
     (result,) = assemble(_SHARED_ID[dialect])
     assert [c.state for c in result.calls] == [CallState.FAILED, CallState.FAILED]
@@ -168,7 +168,7 @@ def test_the_next_turn_is_protocol_valid_when_two_calls_share_an_id(dialect: str
 
 
 def test_a_pipelined_call_id_commits_once_across_the_streams_of_one_input() -> None:
-    from assembler import AssembleConfig
+    from toollatch import AssembleConfig
 
     attempt = (
         ("message_start", {"type": "message_start", "message": {"id": "m1", "content": []}}),
@@ -189,7 +189,7 @@ def test_a_pipelined_call_id_commits_once_across_the_streams_of_one_input() -> N
 
 
 def test_an_unresolvable_schema_ref_fails_the_call_not_the_stream() -> None:
-    from assembler import ToolRegistry
+    from toollatch import ToolRegistry
 
     tools = [
         {"type": "function", "function": {"name": "f", "parameters": {"$ref": "#/definitions/missing"}}},

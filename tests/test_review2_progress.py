@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from assembler.config import AssembleConfig
-from web import Settings
+from toollatch.core.config import AssembleConfig
+from toollatch.web import Settings
 
 from .test_live_exports import OPEN, REST, live
 from .test_web_app import make_client

@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from assembler import Pipeline, read_capture
-from assembler.export import redact_capture
-from assembler.model import CallState
-from web import Settings, create_app
+from toollatch import Pipeline, read_capture
+from toollatch.redaction.export import redact_capture
+from toollatch.core.model import CallState
+from toollatch.web import Settings, create_app
 
 from .test_live_server import finished, newest_live, serve
 from .test_live_upstream_faults import upstream_app

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from assembler import read_capture
-from assembler.capture import ProviderEvent
-from assembler.config import DEFAULT_CONFIG
-from assembler.dialects.openai_chat import OpenAIChatAdapter
-from web import Settings, create_app
-from web.session import Session
-from web.sources import LoadedSource
+from toollatch import read_capture
+from toollatch.wire.capture import ProviderEvent
+from toollatch.core.config import DEFAULT_CONFIG
+from toollatch.dialects.openai_chat import OpenAIChatAdapter
+from toollatch.web import Settings, create_app
+from toollatch.web.replay.session import Session
+from toollatch.web.triage.sources import LoadedSource
 
 from .test_linear_calls import LIMIT, lines_run
 from .test_web_app import BASE

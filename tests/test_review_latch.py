@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from assembler import AssembleConfig, ToolRegistry, assemble_events, read_capture
-from assembler.model import CallState, StreamResult
+from toollatch import AssembleConfig, ToolRegistry, assemble_events, read_capture
+from toollatch.core.model import CallState, StreamResult
 
 
 def sse(*events: Any, done: bool = False) -> bytes:

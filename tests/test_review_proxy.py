@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from web import Settings, create_app
+from toollatch.web import Settings, create_app
 
 from .test_live_server import serve
 from .test_proxy_transparency import header_lines, http_response, raw_exchange, raw_upstream

@@ -17,10 +17,10 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from assembler import Pipeline, ToolRegistry, read_capture
-from assembler.export import redact_capture
-from web import Settings, create_app
-from web.live import LiveSource
+from toollatch import Pipeline, ToolRegistry, read_capture
+from toollatch.redaction.export import redact_capture
+from toollatch.web import Settings, create_app
+from toollatch.web.live.session import LiveSource
 
 from .test_live_server import finished, newest_live, serve
 from .test_web_app import WS_BASE, TestClient, make_client
@@ -252,7 +252,7 @@ def test_an_echoed_credential_is_not_shown_on_the_live_page(tmp_path: Path, mode
 
 
 def test_ui_forward_partial_args_false_forwards_no_progress(tmp_path: Path) -> None:
-    from assembler.config import AssembleConfig
+    from toollatch.core.config import AssembleConfig
 
     chunk = "data: " + json.dumps(chat({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"s": "0123456789'}}]})) + "\n\n"
     with make_client(Settings(data_dir=tmp_path, config=AssembleConfig(ui_forward_partial_args=False))) as client:

@@ -14,11 +14,11 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from assembler import read_capture
-from assembler.config import AssembleConfig
-from assembler.naive import naive_lane
-from web import Settings, create_app
-from web.live import LiveSource
+from toollatch import read_capture
+from toollatch.core.config import AssembleConfig
+from toollatch.redaction.naive import naive_lane
+from toollatch.web import Settings, create_app
+from toollatch.web.live.session import LiveSource
 
 from .test_web_app import BASE, make_client
 

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from assembler import Pipeline, read_capture
-from assembler.cli import main
-from assembler.export import redact_capture
-from assembler.scalarmask import mask_scalars, mask_scalars_value
+from toollatch import Pipeline, read_capture
+from toollatch.cli import main
+from toollatch.redaction.export import redact_capture
+from toollatch.redaction.scalarmask import mask_scalars, mask_scalars_value
 
 SECRETS = ("4111111111111111", "sk_live_SECRETKEY", "hunter2")
 

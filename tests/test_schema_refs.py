@@ -10,19 +10,19 @@ from typing import Any
 
 import pytest
 
-import assembler.registry as registry_module
-from assembler import ToolRegistry, assemble_events, read_capture
-from assembler.cli import main
-from assembler.finalize import check_arguments
-from assembler.model import CallState
-from assembler.registry import RegistryError, SchemaUnusable
+import toollatch.core.registry as registry_module
+from toollatch import ToolRegistry, assemble_events, read_capture
+from toollatch.cli import main
+from toollatch.core.finalize import check_arguments
+from toollatch.core.model import CallState
+from toollatch.core.registry import RegistryError, SchemaUnusable
 
 CANARY = "CANARYref_7e21"
 
 
 @pytest.fixture(autouse=True)
 def fresh_registries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Registries are reused by their schemas (:func:`assembler.registry._cached`); the tests
+    """Registries are reused by their schemas (:func:`toollatch.core.registry._cached`); the tests
     here patch how one is built, so each builds its own."""
     monkeypatch.setattr(registry_module, "_BUILT", type(registry_module._BUILT)())
 
@@ -149,7 +149,7 @@ def test_a_tools_file_with_such_a_ref_is_refused_by_the_cli(tmp_path: Path, caps
 def client(tmp_path: Path) -> Any:
     from starlette.testclient import TestClient
 
-    from web import Settings, create_app
+    from toollatch.web import Settings, create_app
 
     from .test_web_app import BASE
 

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-import assembler.registry as registry_module
-from assembler import ToolRegistry, assemble_events, read_capture
-from assembler.finalize import check_arguments
-from assembler.model import CallState
-from assembler.registry import RegistryError
-from assembler.schemacheck import MAX_PATTERN_CHARS, MAX_SCHEMA_NODES, CheckBudget, SchemaCheckTimeout, search, time_limit
+import toollatch.core.registry as registry_module
+from toollatch import ToolRegistry, assemble_events, read_capture
+from toollatch.core.finalize import check_arguments
+from toollatch.core.model import CallState
+from toollatch.core.registry import RegistryError
+from toollatch.core.schemacheck import MAX_PATTERN_CHARS, MAX_SCHEMA_NODES, CheckBudget, SchemaCheckTimeout, search, time_limit
 
 #: Backtracks exponentially in ``re`` *and* in the ``regex`` package on "a" * n + "!".
 EXPONENTIAL = "^(a|a)*$"
@@ -54,7 +54,7 @@ def _string_with(pattern: str) -> dict[str, Any]:
 def _cli(tmp_path: Path, tools: Any, capture: bytes) -> subprocess.CompletedProcess[str]:
     (tmp_path / "tools.json").write_text(json.dumps(tools))
     (tmp_path / "cap.sse").write_bytes(capture)
-    args = [sys.executable, "-m", "assembler.cli", "assemble", "--json", "--tools", str(tmp_path / "tools.json"), str(tmp_path / "cap.sse")]
+    args = [sys.executable, "-m", "toollatch.cli", "assemble", "--json", "--tools", str(tmp_path / "tools.json"), str(tmp_path / "cap.sse")]
     return subprocess.run(args, capture_output=True, text=True, timeout=NEVER)
 
 

@@ -12,22 +12,22 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from assembler import cli
-from web.banner import port_problem, serve_banner
-from web.mock import MockProvider, create_mock_app
-from web.settings import Settings
+from toollatch import cli
+from toollatch.web.banner import port_problem, serve_banner
+from toollatch.web.live.mock import MockProvider, create_mock_app
+from toollatch.web.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
 def no_server(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    import web.app
-    import web.banner
+    import toollatch.web.app
+    import toollatch.web.banner
 
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(web.app, "run", lambda settings: seen.setdefault("settings", settings))
-    monkeypatch.setattr(web.banner, "port_problem", lambda host, port: None)
+    monkeypatch.setattr(toollatch.web.app, "run", lambda settings: seen.setdefault("settings", settings))
+    monkeypatch.setattr(toollatch.web.banner, "port_problem", lambda host, port: None)
     return seen
 
 
@@ -60,7 +60,7 @@ def test_a_port_in_use_is_one_line_suggesting_port(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         assert port_problem("127.0.0.1", port) == f"port {port} on 127.0.0.1 is in use (another server listens there)"
         for command in (["serve", "--data-dir", str(tmp_path)], ["mock"]):
-            done = subprocess.run([sys.executable, "-m", "assembler.cli", *command, "--port", str(port)],
+            done = subprocess.run([sys.executable, "-m", "toollatch.cli", *command, "--port", str(port)],
                                   cwd=ROOT, capture_output=True, text=True, timeout=60)
             assert done.returncode == 2, done.stderr
             assert done.stderr == f"toollatch: error: port {port} on 127.0.0.1 is in use (another server listens there); pick another with --port N\n"

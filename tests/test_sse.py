@@ -1,4 +1,4 @@
-"""Tests for assembler.sse (WHATWG HTML 9.2.6 "Interpreting an event stream")."""
+"""Tests for toollatch.wire.sse (WHATWG HTML 9.2.6 "Interpreting an event stream")."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembler.sse import SSEDecoder, SSEEvent, iter_sse
+from toollatch.wire.sse import SSEDecoder, SSEEvent, iter_sse
 
 BOM = b"\xef\xbb\xbf"
 

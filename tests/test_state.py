@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembler.model import CallState
-from assembler.state import TRANSITIONS, CallInput, CallStateMachine, IllegalTransition
+from toollatch.core.model import CallState
+from toollatch.core.state import TRANSITIONS, CallInput, CallStateMachine, IllegalTransition
 
 ALL_PAIRS = list(itertools.product(CallState, CallInput))
 

@@ -1,12 +1,12 @@
-"""The generated load-test stream (assembler/stress.py)."""
+"""The generated load-test stream (assembler/demo/stress.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from assembler import read_capture
-from assembler.pipeline import assemble_events
-from assembler.stress import stress_demo
+from toollatch import read_capture
+from toollatch.core.pipeline import assemble_events
+from toollatch.demo.stress import stress_demo
 
 
 @pytest.mark.parametrize(("events", "calls"), [(200, 2), (1_000, 4), (5_003, 8)])

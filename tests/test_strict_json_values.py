@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-import assembler.dialects.base as dialect_base
-from assembler import AssembleConfig, assemble_events, read_capture
-from assembler.model import CallState, StreamResult
+import toollatch.dialects.base as dialect_base
+from toollatch import AssembleConfig, assemble_events, read_capture
+from toollatch.core.model import CallState, StreamResult
 
 from .test_eventstream import encode_frame
 from .test_fixture_classes import anthropic_sse, anthropic_tool_events, openai_sse, openai_tool_chunks
@@ -329,7 +329,7 @@ def test_arguments_that_are_no_object_are_never_committed_as_empty_object(build:
 
 
 def test_redacted_events_keep_no_original_text() -> None:
-    from assembler.export import redact_events
+    from toollatch.redaction.export import redact_events
 
     events = redact_events(read_capture(gemini_args('{"token":"CANARYsecret42"}')))
     assert events and all(e.raw is None for e in events)

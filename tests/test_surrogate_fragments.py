@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assembler.capture import read_capture
-from assembler.finalize import StrictJSONError, join_surrogate_pairs, strict_loads
-from assembler.model import CallState, StreamResult
-from assembler.pipeline import assemble_events
+from toollatch.wire.capture import read_capture
+from toollatch.core.finalize import StrictJSONError, join_surrogate_pairs, strict_loads
+from toollatch.core.model import CallState, StreamResult
+from toollatch.core.pipeline import assemble_events
 
 Fragments = list[str]
 

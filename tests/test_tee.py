@@ -9,10 +9,10 @@ from typing import Any
 
 import httpx
 
-from assembler.config import AssembleConfig
-from assembler.stress import stress_demo
-from web.live import LiveSession, LiveSource
-from web.tee import TEE_STEP_BYTES, Tee, TeeWorker
+from toollatch.core.config import AssembleConfig
+from toollatch.demo.stress import stress_demo
+from toollatch.web.live.session import LiveSession, LiveSource
+from toollatch.web.live.tee import TEE_STEP_BYTES, Tee, TeeWorker
 
 WIRE = stress_demo(events=300, calls=3).wire
 
@@ -121,7 +121,7 @@ class Store(Flushes):
 
 
 def test_direct_connect_assembles_a_large_read_in_steps() -> None:
-    from web.proxy import consume
+    from toollatch.web.live.proxy import consume
 
     session, store, upstream = live(), Store(), Upstream(WIRE[:100], WIRE[100:])
 
@@ -146,7 +146,7 @@ def test_direct_connect_assembles_a_large_read_in_steps() -> None:
 
 
 def test_direct_connect_stopped_mid_read_keeps_every_byte_it_read() -> None:
-    from web.proxy import consume
+    from toollatch.web.live.proxy import consume
 
     session, store = live(), Store()
 
@@ -163,7 +163,7 @@ def test_direct_connect_stopped_mid_read_keeps_every_byte_it_read() -> None:
 
 
 class ProxiedUpstream(Upstream):
-    """An upstream response as :class:`web.proxy.ProxyStream` reads it."""
+    """An upstream response as :class:`toollatch.web.live.proxy.ProxyStream` reads it."""
 
     status_code = 200
 
@@ -205,7 +205,7 @@ class Client:
 
 
 def test_the_proxy_assembles_what_is_left_at_the_stream_end_in_steps() -> None:
-    from web.proxy import ProxyStream
+    from toollatch.web.live.proxy import ProxyStream
 
     session, store = live(), Store()
     client = Client()
@@ -241,11 +241,11 @@ def test_a_drain_cancelled_between_steps_feeds_the_rest_then_is_cancelled() -> N
 
 
 def test_a_stop_once_the_client_has_the_whole_body_leaves_the_session_to_end_complete(tmp_path: Any) -> None:
-    from web.app import resource_dir
-    from web.live_store import LiveRenderer, LiveSessionStore
-    from web.proxy import ProxyStream
-    from web.settings import Settings
-    from web.session import Status
+    from toollatch.web.app import resource_dir
+    from toollatch.web.live.store import LiveRenderer, LiveSessionStore
+    from toollatch.web.live.proxy import ProxyStream
+    from toollatch.web.settings import Settings
+    from toollatch.web.replay.session import Status
 
     settings = Settings(data_dir=tmp_path)
     store = LiveSessionStore(settings, LiveRenderer(resource_dir("templates"), settings))

@@ -1,12 +1,12 @@
-"""The telemetry records (assembler.telemetry): what a stream's span carries, built from
+"""The telemetry records (toollatch.observe.telemetry): what a stream's span carries, built from
 an allow-list, with reasons reduced to their codes and no argument text."""
 
 from __future__ import annotations
 
 import json
 
-from assembler.model import CallOutcome, CallState, StreamResult, ToolResult, Transition
-from assembler.telemetry import CALL_EVENT, MAX_LABEL_CHARS, STREAM_SPAN, endpoint, reason_code, stream_span, turn_spans
+from toollatch.core.model import CallOutcome, CallState, StreamResult, ToolResult, Transition
+from toollatch.observe.telemetry import CALL_EVENT, MAX_LABEL_CHARS, STREAM_SPAN, endpoint, reason_code, stream_span, turn_spans
 
 SECRET = "s3cr3t-arg-text"
 T0 = 1_700_000_000_000_000_000

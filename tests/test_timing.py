@@ -1,4 +1,4 @@
-"""assembler.timing: compact chunk times, the timed pass and the timing lens; HAR ``_chunks``."""
+"""toollatch.observe.timing: compact chunk times, the timed pass and the timing lens; HAR ``_chunks``."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from assembler.capture import CaptureError
-from assembler.har import read_har, write_har
-from assembler.timing import STALL_S, ChunkTimes, TimingError, timed_pass, timing_lens
+from toollatch.wire.capture import CaptureError
+from toollatch.wire.har import read_har, write_har
+from toollatch.observe.timing import STALL_S, ChunkTimes, TimingError, timed_pass, timing_lens
 
 CALL = (
     b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":""}}]}}]}\n\n'
@@ -94,7 +94,7 @@ def test_har_without_chunks_has_no_times() -> None:
 
 
 def test_assemble_reads_a_timed_har_on_its_recorded_clock(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    from assembler.cli import main
+    from toollatch.cli import main
 
     har = tmp_path / "rec.har"
     har.write_bytes(write_har(CALL, ChunkTimes.from_chunks(_chunks([0.0, 0.1, 0.7, 0.75])), url="http://u/v1/chat/completions"))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from web import breakpoint
+from toollatch.web.triage import breakpoint
 
 from .test_web_app import make_client
 from .test_web_triage import doc, upload

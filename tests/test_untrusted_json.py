@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from assembler import assemble_events, read_capture
-from assembler.capture import CaptureError
-from assembler.export import mask_value, redact_capture
-from assembler.har import read_har
-from assembler.mockwire import Script, WireCall, final_response
-from assembler.model import CallState, StreamResult
-from assembler.registry import RegistryError, ToolRegistry
-from assembler.retell import retell_body
-from assembler.jsontext import rebuild
-from assembler.untrusted import parse_json
+from toollatch import assemble_events, read_capture
+from toollatch.wire.capture import CaptureError
+from toollatch.redaction.export import mask_value, redact_capture
+from toollatch.wire.har import read_har
+from toollatch.demo.mockwire import Script, WireCall, final_response
+from toollatch.core.model import CallState, StreamResult
+from toollatch.core.registry import RegistryError, ToolRegistry
+from toollatch.wire.retell import retell_body
+from toollatch.core.jsontext import rebuild
+from toollatch.wire.untrusted import parse_json
 
 DEEP = "[" * 100_000 + "]" * 100_000
 DIGITS = "7" * 5000

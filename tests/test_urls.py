@@ -1,4 +1,4 @@
-"""URLs kept, shown or quoted in errors carry no userinfo, query or fragment (assembler/urls.py)."""
+"""URLs kept, shown or quoted in errors carry no userinfo, query or fragment (assembler/wire/urls.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from assembler.capture import CaptureError
-from assembler.cli import main
-from assembler.har import read_har
-from assembler.urls import UNKNOWN, scrub_url
-from web.proxy import connect_error
+from toollatch.wire.capture import CaptureError
+from toollatch.cli import main
+from toollatch.wire.har import read_har
+from toollatch.wire.urls import UNKNOWN, scrub_url
+from toollatch.web.live.proxy import connect_error
 
 SECRET = "AIzaSyURLCANARY0123456789"
 

@@ -15,11 +15,11 @@ import pytest
 
 from starlette.websockets import WebSocketDisconnect
 
-from assembler.config import AssembleConfig
-from assembler.demos import DEMOS
-from web import Settings, create_app
-from web.app import resource_dir
-from web.render import bar_percent, human_bytes
+from toollatch.core.config import AssembleConfig
+from toollatch.demo.demos import DEMOS
+from toollatch.web import Settings, create_app
+from toollatch.web.app import resource_dir
+from toollatch.web.pages.render import bar_percent, human_bytes
 
 from starlette.testclient import TestClient
 
@@ -343,11 +343,11 @@ def test_a_served_dashboard_exempts_its_start_up_objects_from_the_cyclic_collect
 
     import uvicorn
 
-    import web.app
+    import toollatch.web.app
 
     served = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append((app, options)))
-    web.app.run(Settings(data_dir=tmp_path))
+    toollatch.web.app.run(Settings(data_dir=tmp_path))
     (app, options), = served
     assert options["host"] == "127.0.0.1"
     thresholds = gc.get_threshold()
@@ -375,16 +375,16 @@ def test_a_served_dashboard_runs_full_collections_between_live_streams(tmp_path:
 
     import uvicorn
 
-    import web.app
+    import toollatch.web.app
 
     served = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(app))
     thresholds = gc.get_threshold()
-    web.app.run(Settings(data_dir=tmp_path))
+    toollatch.web.app.run(Settings(data_dir=tmp_path))
     try:
         with TestClient(served[0], base_url=BASE):
-            assert gc.get_threshold()[2] == web.app.FULL_COLLECTION_AFTER > thresholds[2]
-            assert served[0].state.store.on_idle is web.app.collect_between_streams
+            assert gc.get_threshold()[2] == toollatch.web.app.FULL_COLLECTION_AFTER > thresholds[2]
+            assert served[0].state.store.on_idle is toollatch.web.app.collect_between_streams
     finally:
         gc.unfreeze()
         gc.set_threshold(*thresholds)

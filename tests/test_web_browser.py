@@ -19,8 +19,8 @@ import pytest
 
 from .browser_support import ARGS, CHROMIUM, checked_page, launched, require_chromium, served, shot  # noqa: F401  ARGS, CHROMIUM: re-exported
 
-from assembler.demos import CANARY_SECRET, DEMOS
-from assembler.stress import stress_demo
+from toollatch.demo.demos import CANARY_SECRET, DEMOS
+from toollatch.demo.stress import stress_demo
 
 
 try:
@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     pytest.skip("Playwright for Python is not installed", allow_module_level=True)
 
 
-from web import Settings, create_app
+from toollatch.web import Settings, create_app
 
 DONE = ".pill.status-finished, .pill.status-cancelled, .pill.status-error"
 STRESS = stress_demo(20_000, 4)

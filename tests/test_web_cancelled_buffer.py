@@ -3,8 +3,8 @@ already stopped being JSON says so beside CANCELLED, by offset only, never by te
 
 from __future__ import annotations
 
-from assembler.demos import DEMOS
-from web.breakpoint import would_have_failed
+from toollatch.demo.demos import DEMOS
+from toollatch.web.triage.breakpoint import would_have_failed
 
 from .test_web_app import make_client
 from .test_web_summary import text_of
@@ -60,10 +60,10 @@ def test_a_replays_timeline_says_its_time_is_virtual() -> None:
 
 
 def test_a_client_that_disconnects_after_the_buffer_broke_sees_both() -> None:
-    from assembler.config import AssembleConfig
-    from web.live import LiveSession, LiveSource
-    from web.summary import session_summary
-    from web.triage import card_diagnosis
+    from toollatch.core.config import AssembleConfig
+    from toollatch.web.live.session import LiveSession, LiveSource
+    from toollatch.web.pages.summary import session_summary
+    from toollatch.web.triage.diagnosis import card_diagnosis
 
     events = [e + b"\n\n" for e in DEMOS["openai-invalid"].wire.split(b"\n\n") if e.strip()]
     last_fragment = max(i for i, e in enumerate(events) if b'"arguments"' in e)

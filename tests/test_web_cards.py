@@ -1,8 +1,8 @@
-"""What a session shows of each call and what changed since the last render (web/cards.py)."""
+"""What a session shows of each call and what changed since the last render (web/pages/cards.py)."""
 
 from __future__ import annotations
 
-from web.cards import Changes, Verdict, card_id
+from toollatch.web.pages.cards import Changes, Verdict, card_id
 
 
 def test_card_ids_are_stable_and_distinct_per_stream_and_key() -> None:

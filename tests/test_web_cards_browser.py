@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from web import Settings, create_app
+from toollatch.web import Settings, create_app
 
 from .browser_support import served
 from .test_web_browser import ARGS, CHROMIUM, DONE, _free_port, shot

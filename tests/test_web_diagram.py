@@ -1,19 +1,19 @@
-"""The per-card state machine diagram (``web/diagram.py``) and how a card renders it."""
+"""The per-card state machine diagram (``web/pages/diagram.py``) and how a card renders it."""
 
 from __future__ import annotations
 
 import re
 
-from assembler.model import CallState, Transition
-from assembler.redact import CallView
-from web.app import resource_dir
-from web.diagram import EDGES, HEIGHT, NODES, WIDTH, diagram_for
-from web.render import Renderer
-from web.session import Card, Session
-from web.settings import Settings
-from web.sources import from_demo
+from toollatch.core.model import CallState, Transition
+from toollatch.redaction.redact import CallView
+from toollatch.web.app import resource_dir
+from toollatch.web.pages.diagram import EDGES, HEIGHT, NODES, WIDTH, diagram_for
+from toollatch.web.pages.render import Renderer
+from toollatch.web.replay.session import Card, Session
+from toollatch.web.settings import Settings
+from toollatch.web.triage.sources import from_demo
 
-from assembler.demos import DEMOS
+from toollatch.demo.demos import DEMOS
 
 S = CallState
 

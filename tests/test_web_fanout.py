@@ -1,4 +1,4 @@
-"""Coalesced renders and bounded per-viewer queues (``web/fanout.py``), on virtual time.
+"""Coalesced renders and bounded per-viewer queues (``web/replay/fanout.py``), on virtual time.
 
 Everything runs in ``asyncio.run`` with :class:`VirtualTime` as the app's clock and sleep:
 no test waits on the wall clock, and "at most 20 renders a second" is checked on the very
@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from assembler.demos import DEMOS
-from assembler.stress import stress_demo
-from web.app import resource_dir
-from web.fanout import Frame, Viewer
-from web.render import Renderer
-from web.replay import SessionStore
-from web.session import Changes, Session, Status, Verdict
-from web.settings import FULL_SPEED, Settings
-from web.sources import from_demo
+from toollatch.demo.demos import DEMOS
+from toollatch.demo.stress import stress_demo
+from toollatch.web.app import resource_dir
+from toollatch.web.replay.fanout import Frame, Viewer
+from toollatch.web.pages.render import Renderer
+from toollatch.web.replay.runner import SessionStore
+from toollatch.web.replay.session import Changes, Session, Status, Verdict
+from toollatch.web.settings import FULL_SPEED, Settings
+from toollatch.web.triage.sources import from_demo
 
 from .test_web_app import VirtualTime
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import httpx
 from starlette.testclient import TestClient
 
-from assembler.demos import DEMOS
-from web import Settings, create_app
-from web.render import plural
-from web.sources import from_demo
+from toollatch.demo.demos import DEMOS
+from toollatch.web import Settings, create_app
+from toollatch.web.pages.render import plural
+from toollatch.web.triage.sources import from_demo
 
 from .test_live_server import finished, newest_live, serve
 from .test_web_app import WS_BASE, VirtualTime, make_client

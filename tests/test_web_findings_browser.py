@@ -18,7 +18,7 @@ import pytest
 
 from .browser_support import checked_page, launched, require_chromium, served
 
-from web import Settings, create_app
+from toollatch.web import Settings, create_app
 
 from .test_web_browser import _free_port, shot
 

@@ -1,5 +1,5 @@
 """Following sessions as they appear: the index's refreshed session list and "watch the
-next live stream" (web/follow.py), against a real server with the proxy and the mock."""
+next live stream" (web/pages/follow.py), against a real server with the proxy and the mock."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import httpx
 import openai
 import pytest
 
-from web import Settings, create_app
+from toollatch.web import Settings, create_app
 
 from .test_live_server import newest_live, serve
 
@@ -68,7 +68,7 @@ def test_poll_with_a_strange_after_value_is_harmless(base: str) -> None:
 
 
 def _live(store: object, n: int) -> object:
-    from web.live import LiveSource
+    from toollatch.web.live.session import LiveSource
 
     source = LiveSource(f"mock/v1/chat/completions#{n}", upstream="mock", endpoint="/v1/chat/completions", dialect="openai-chat", request=None)
     return store.create_live(source)  # type: ignore[attr-defined]
@@ -77,7 +77,7 @@ def _live(store: object, n: int) -> object:
 def test_the_poll_never_takes_an_older_live_session_for_the_next_when_the_awaited_one_was_evicted() -> None:
     from starlette.testclient import TestClient
 
-    from web.sources import load_demo
+    from toollatch.web.triage.sources import load_demo
 
     from .test_web_app import BASE
 

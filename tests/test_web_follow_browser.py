@@ -13,7 +13,7 @@ from typing import Any
 import openai
 import pytest
 
-from web import Settings, create_app
+from toollatch.web import Settings, create_app
 
 from .browser_support import served
 from .test_web_browser import ARGS, CHROMIUM, _free_port, shot, sync_api

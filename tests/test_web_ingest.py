@@ -15,10 +15,10 @@ import pytest
 from starlette.datastructures import UploadFile
 from starlette.testclient import TestClient
 
-from assembler.demos import DEMOS
-from web import Settings
-from web.ingest import READ_CHUNK, cut_tail, detect_format, read_upload
-from web.sources import SourceError
+from toollatch.demo.demos import DEMOS
+from toollatch.web import Settings
+from toollatch.web.triage.ingest import READ_CHUNK, cut_tail, detect_format, read_upload
+from toollatch.web.triage.sources import SourceError
 
 from .conftest import CAPTURES, require_shared
 from .test_eventstream import encode_events
@@ -75,10 +75,10 @@ def test_detect_format() -> None:
 
 @pytest.mark.parametrize("form", ["gzip", "json-array"])
 def test_gzip_and_json_array_uploads_assemble_like_the_sse(form: str, tmp_path: Path) -> None:
-    from assembler.capture import read_capture
-    from assembler.config import AssembleConfig
-    from web.ingest import ingest
-    from web.store import Store
+    from toollatch.wire.capture import read_capture
+    from toollatch.core.config import AssembleConfig
+    from toollatch.web.triage.ingest import ingest
+    from toollatch.web.store import Store
 
     data = gzip.compress(SSE) if form == "gzip" else json.dumps([e.data for e in read_capture(SSE) if e.data != "[DONE]"]).encode()
     store = Store(tmp_path)

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from assembler.cli import main
-from assembler.demos import DEMOS
-from web import Settings
+from toollatch.cli import main
+from toollatch.demo.demos import DEMOS
+from toollatch.web import Settings
 
 from .conftest import CASES, require_shared
 from .test_web_app import make_client
@@ -98,7 +98,7 @@ def test_cross_origin_delete_is_refused() -> None:
 
 def test_serve_data_dir_option(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     seen: list[Settings] = []
-    monkeypatch.setattr("web.app.run", lambda settings: seen.append(settings))
+    monkeypatch.setattr("toollatch.web.app.run", lambda settings: seen.append(settings))
     assert main(["serve", "--data-dir", str(tmp_path / "d"), "--captures", str(tmp_path)]) == 0
     assert seen[0].data_dir == tmp_path / "d"
     assert main(["serve", "--captures", str(tmp_path)]) == 0

@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from assembler import read_capture
-from assembler.demos import CANARY_SECRET, DEMOS
+from toollatch import read_capture
+from toollatch.demo.demos import CANARY_SECRET, DEMOS
 
 from .test_web_app import WS_BASE, TestClient, make_client
 

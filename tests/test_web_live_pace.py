@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from web import Settings, create_app
-from web.mock import MockProvider
+from toollatch.web import Settings, create_app
+from toollatch.web.live.mock import MockProvider
 
 from .test_web_app import BASE
 

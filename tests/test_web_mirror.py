@@ -1,5 +1,5 @@
-"""``latch(..., dashboard=URL)`` mirrored into a running dashboard (``web/mirror.py`` and
-``assembler/mirror.py``): what crosses, what is refused, and a dashboard that is down."""
+"""``latch(..., dashboard=URL)`` mirrored into a running dashboard (``web/live/mirror.py`` and
+``assembler/client/mirror.py``): what crosses, what is refused, and a dashboard that is down."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import pytest
 
-from assembler import latch
-from assembler.demos import CANARY_SECRET
-from assembler.mirror import Mirror
-from assembler.mockwire import scenario_events
-from web.app import create_app
-from web.settings import Settings
+from toollatch import latch
+from toollatch.demo.demos import CANARY_SECRET
+from toollatch.client.mirror import Mirror
+from toollatch.demo.mockwire import scenario_events
+from toollatch.web.app import create_app
+from toollatch.web.settings import Settings
 
 from .test_live_server import free_port, serve, wait_for
 

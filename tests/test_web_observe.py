@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
-from assembler import AssembleConfig
-from web import Settings
+from toollatch import AssembleConfig
+from toollatch.web import Settings
 
 from .test_web_app import TestClient, make_client
 from .test_web_live import play_and_collect, start

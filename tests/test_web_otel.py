@@ -15,11 +15,11 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
-from assembler import otel
-from assembler.config import AssembleConfig
-from assembler.demos import CANARY_SECRET
-from assembler.telemetry import STREAM_SPAN
-from web import Settings, create_app
+from toollatch.observe import otel
+from toollatch.core.config import AssembleConfig
+from toollatch.demo.demos import CANARY_SECRET
+from toollatch.observe.telemetry import STREAM_SPAN
+from toollatch.web import Settings, create_app
 
 from .otlp_receiver import Received, attrs, otlp_receiver
 from .test_otel import ARGS, CANARY, _call_chunks, _chunk
@@ -133,8 +133,8 @@ def test_canary_in_argument_keys_and_provider_error_never_reaches_the_collector(
 
 
 def test_a_stream_mirrored_from_latch_is_left_to_the_agents_own_telemetry(dashboard: tuple[str, str, Received]) -> None:
-    from assembler import latch
-    from assembler.mockwire import scenario_events
+    from toollatch import latch
+    from toollatch.demo.mockwire import scenario_events
 
     base, collector, got = dashboard
     s = latch(iter(scenario_events("parallel", "openai-chat")), dashboard=base)

@@ -1,4 +1,4 @@
-"""A session's owed error results and card results, kept incrementally (``web/owed.py``),
+"""A session's owed error results and card results, kept incrementally (``web/replay/owed.py``),
 equal the pipeline's own (``Pipeline.results()``) after every event, on every capture, case
 and demo and on streams built to stress the rules (shared ids, late ids, repairs); and a
 replay does a constant amount of result work per verdict, never a rebuild of all calls."""
@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from assembler import read_capture
-from assembler.assembler import Assembler
-from assembler.config import DEFAULT_CONFIG, AssembleConfig
-from assembler.demos import DEMOS
-from assembler.model import ToolResult
-from web.session import Session
-from web.sources import LoadedSource
+from toollatch import read_capture
+from toollatch.core.assembler import Assembler
+from toollatch.core.config import DEFAULT_CONFIG, AssembleConfig
+from toollatch.demo.demos import DEMOS
+from toollatch.core.model import ToolResult
+from toollatch.web.replay.session import Session
+from toollatch.web.triage.sources import LoadedSource
 
 from .conftest import CAPTURES, CASES, tools_file
 

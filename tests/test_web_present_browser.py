@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from web import Settings, create_app
+from toollatch.web import Settings, create_app
 
 from .browser_support import SHOTS, checked_page, launched, require_chromium, served
 from .test_web_browser import DONE, _free_port

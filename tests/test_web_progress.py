@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from assembler import Pipeline, read_capture
-from assembler.config import AssembleConfig
-from assembler.model import CallState
-from assembler.redact import hide_open_progress, hide_progress
-from web import Settings
-from web.live import LiveSource
+from toollatch import Pipeline, read_capture
+from toollatch.core.config import AssembleConfig
+from toollatch.core.model import CallState
+from toollatch.redaction.redact import hide_open_progress, hide_progress
+from toollatch.web import Settings
+from toollatch.web.live.session import LiveSource
 
 from .test_web_app import WS_BASE, TestClient, make_client
 

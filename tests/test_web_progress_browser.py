@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from assembler.config import AssembleConfig
-from web import Settings, create_app
+from toollatch.core.config import AssembleConfig
+from toollatch.web import Settings, create_app
 
 from .browser_support import launched, require_chromium, served
 from .test_web_browser import DONE, _free_port, open_paused, shot

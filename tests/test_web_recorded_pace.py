@@ -1,12 +1,12 @@
-"""Replay at the recorded pace (web.replay): events when their recorded time comes."""
+"""Replay at the recorded pace (toollatch.web.replay.runner): events when their recorded time comes."""
 
 from __future__ import annotations
 
 import asyncio
 
-from assembler.timing import ChunkTimes
-from web.session import Status
-from web.sources import LoadedSource
+from toollatch.observe.timing import ChunkTimes
+from toollatch.web.replay.session import Status
+from toollatch.web.triage.sources import LoadedSource
 
 from .test_timing import CALL, _chunks
 from .test_web_app import VirtualTime

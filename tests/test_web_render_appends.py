@@ -10,15 +10,15 @@ import json
 import re
 from typing import Any
 
-from assembler import read_capture
-from assembler.config import DEFAULT_CONFIG
-from web.app import resource_dir
-from web.cards import Changes
-from web.fanout import Broadcaster
-from web.render import Renderer
-from web.session import Session
-from web.settings import Settings
-from web.sources import LoadedSource
+from toollatch import read_capture
+from toollatch.core.config import DEFAULT_CONFIG
+from toollatch.web.app import resource_dir
+from toollatch.web.pages.cards import Changes
+from toollatch.web.replay.fanout import Broadcaster
+from toollatch.web.pages.render import Renderer
+from toollatch.web.replay.session import Session
+from toollatch.web.settings import Settings
+from toollatch.web.triage.sources import LoadedSource
 
 from .test_web_app import VirtualTime
 

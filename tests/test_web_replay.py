@@ -1,4 +1,4 @@
-"""Replay controls (``web/replay.py``): pacing, speed, step back, seek, long seeks.
+"""Replay controls (``web/replay/runner.py``): pacing, speed, step back, seek, long seeks.
 
 Stepping back rebuilds the state by replaying from the start; since the pipeline is
 deterministic and its clock virtual, the result must equal a session that was simply
@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from assembler.config import AssembleConfig
-from assembler.demos import DEMOS
-from assembler.stress import stress_demo
-from web.replay import FULL_SPEED_BATCH, MAX_TICKS_PER_SECOND, SYNC_SEEK_EVENTS, pace
-from web.session import Session, Status
-from web.settings import FULL_SPEED, parse_speed, speed_label
-from web.sources import from_demo
+from toollatch.core.config import AssembleConfig
+from toollatch.demo.demos import DEMOS
+from toollatch.demo.stress import stress_demo
+from toollatch.web.replay.runner import FULL_SPEED_BATCH, MAX_TICKS_PER_SECOND, SYNC_SEEK_EVENTS, pace
+from toollatch.web.replay.session import Session, Status
+from toollatch.web.settings import FULL_SPEED, parse_speed, speed_label
+from toollatch.web.triage.sources import from_demo
 
 from .test_web_app import WS_BASE, VirtualTime, make_client
 from .test_web_fanout import make_store, until

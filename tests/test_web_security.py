@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient, WebSocketDisconnect
 
-from assembler.demos import DEMOS
-from web import Settings, create_app
+from toollatch.demo.demos import DEMOS
+from toollatch.web import Settings, create_app
 
 from .test_web_app import BASE, WS_BASE, make_client
 from .test_web_library import stored, upload
@@ -52,7 +52,7 @@ def test_every_dashboard_response_forbids_framing(tmp_path: Path) -> None:
 
 
 def test_a_proxied_answer_keeps_exactly_the_upstreams_headers(tmp_path: Path) -> None:
-    """The proxy is transparent (:mod:`web.server`): its answers are the upstream's, and an
+    """The proxy is transparent (:mod:`toollatch.web.server`): its answers are the upstream's, and an
     API answer is no page to frame, so the dashboard adds neither header to them."""
     import httpx
 

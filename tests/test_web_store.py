@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from web.settings import Settings
-from web.store import DB_NAME, Store, tool_names
+from toollatch.web.settings import Settings
+from toollatch.web.store import DB_NAME, Store, tool_names
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from assembler.demos import DEMOS
-from web.breakpoint import describe
-from web.glossary import plain, short_reason
-from web.summary import session_summary
+from toollatch.demo.demos import DEMOS
+from toollatch.web.triage.breakpoint import describe
+from toollatch.web.pages.glossary import plain, short_reason
+from toollatch.web.pages.summary import session_summary
 
 from .test_web_app import make_client
 
@@ -91,7 +91,7 @@ def test_short_reasons_and_lookups() -> None:
 
 
 def test_a_summary_names_several_reasons_and_counts_the_rest() -> None:
-    from assembler.model import CallState
+    from toollatch.core.model import CallState
 
     class View:
         def __init__(self, state: CallState, reason: str | None) -> None:
@@ -127,7 +127,7 @@ def test_describe_a_cut_off_call() -> None:
 
 
 def test_a_finished_live_session_has_its_summary_too(tmp_path: Any) -> None:
-    from web import Settings, create_app
+    from toollatch.web import Settings, create_app
 
     with TestClient(create_app(Settings(data_dir=tmp_path, mock_delay=0.0)), base_url="http://127.0.0.1") as client:
         response = client.post("/proxy/anthropic/v1/messages", json={"model": "parallel", "stream": True})
@@ -143,7 +143,7 @@ def test_a_finished_live_session_has_its_summary_too(tmp_path: Any) -> None:
 
 
 def test_an_upstream_error_is_not_repeated_by_a_summary(tmp_path: Any) -> None:
-    from web import Settings, create_app
+    from toollatch.web import Settings, create_app
 
     with TestClient(create_app(Settings(data_dir=tmp_path, mock_delay=0.0)), base_url="http://127.0.0.1") as client:
         assert client.post("/proxy/openai/v1/chat/completions?status=429", json={"model": "single", "stream": True}).status_code == 429

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from web import Settings, create_app
+from toollatch.web import Settings, create_app
 
 from .browser_support import SHOTS, checked_page, launched, require_chromium, served
 from .test_web_browser import DONE, _free_port

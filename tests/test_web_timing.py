@@ -1,5 +1,5 @@
 """The timing lens and timed recordings on a real server: proxied from the mock, downloaded
-as HAR with chunk times, uploaded again (web.timing, web.live_routes, web.ingest)."""
+as HAR with chunk times, uploaded again (toollatch.web.pages.timing, toollatch.web.live.routes, toollatch.web.triage.ingest)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from assembler.demos import DEMOS
-from assembler.har import read_har, write_har
-from web import Settings, create_app
+from toollatch.demo.demos import DEMOS
+from toollatch.wire.har import read_har, write_har
+from toollatch.web import Settings, create_app
 
 from .test_live_server import finished, live_count, newest_live, serve, session_doc, wait_for
 
@@ -119,8 +119,8 @@ def test_a_direct_connection_is_timed_too(tmp_path_factory: pytest.TempPathFacto
 def test_a_mirrored_session_is_timed_by_its_assembly_events(base: str) -> None:
     import time
 
-    from assembler import latch
-    from assembler.mockwire import scenario_events
+    from toollatch import latch
+    from toollatch.demo.mockwire import scenario_events
 
     events = scenario_events("parallel", "openai-chat")
 
@@ -144,7 +144,7 @@ def test_a_mirrored_session_is_timed_by_its_assembly_events(base: str) -> None:
 
 
 def test_an_uploaded_har_replays_at_its_recorded_pace_unless_a_rate_is_chosen(base: str) -> None:
-    from assembler.timing import ChunkTimes
+    from toollatch.observe.timing import ChunkTimes
 
     from .test_timing import CALL, _chunks
 

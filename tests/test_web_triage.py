@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from assembler.capture import read_capture
-from assembler.demos import CANARY_SECRET, DEMOS
-from assembler.pipeline import assemble_events
-from web.breakpoint import break_context, call_fragments, char_class, describe, tokens
-from web.compare import compare
+from toollatch.wire.capture import read_capture
+from toollatch.demo.demos import CANARY_SECRET, DEMOS
+from toollatch.core.pipeline import assemble_events
+from toollatch.web.triage.breakpoint import break_context, call_fragments, char_class, describe, tokens
+from toollatch.web.triage.compare import compare
 
 from .conftest import CAPTURES, CASES, require_shared, tools_file
 from .test_web_app import make_client
@@ -297,11 +297,11 @@ def test_compare_marks_quirk_differences() -> None:
 def test_reveal_is_never_offered_for_live_streams_or_their_recordings() -> None:
     from dataclasses import replace
 
-    from assembler.config import AssembleConfig
-    from web.live import LiveSession, LiveSource
-    from web.session import Session, Status
-    from web.sources import from_demo
-    from web.triage import reveal_allowed, set_reveal
+    from toollatch.core.config import AssembleConfig
+    from toollatch.web.live.session import LiveSession, LiveSource
+    from toollatch.web.replay.session import Session, Status
+    from toollatch.web.triage.sources import from_demo
+    from toollatch.web.triage.diagnosis import reveal_allowed, set_reveal
 
     live = LiveSession("l1", LiveSource("live", upstream="mock", endpoint="/v1/chat/completions", dialect=None, request=None), AssembleConfig())
     live.status = Status.FINISHED

@@ -17,7 +17,7 @@ import pytest
 
 from .browser_support import checked_page, launched, require_chromium, served
 
-from web import Settings, create_app
+from toollatch.web import Settings, create_app
 
 from .conftest import CASES, require_shared
 from .test_web_browser import DONE, _free_port

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from web import Settings, create_app
+from toollatch.web import Settings, create_app
 
 from .test_web_app import BASE
 

@@ -2,8 +2,8 @@
 
 ``create_app(settings)`` wires templates, static files, the session store, routes and the
 local-only guards. Templates and static files are found next to this package when it is
-installed as a wheel (``web/templates``, ``web/static``), else at the repository's top
-level (``templates/``, ``static/``).
+installed as a wheel (``toollatch/web/templates``, ``toollatch/web/static``), else at the
+repository's top level (``templates/``, ``static/``: an editable install).
 """
 
 from __future__ import annotations
@@ -24,16 +24,19 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
-from assembler import otel
+from toollatch.observe import otel
 
-from . import api, follow, library, mirror, observe, pages, triage_routes, ws
-from .fanout import Clock, Sleep
-from .security import NoFramingMiddleware, SameOriginMiddleware, client_disconnected
-from .server import SERVER_OPTIONS, DateMiddleware
-from .live_routes import install as install_live
-from .live_store import LiveRenderer, LiveSessionStore
-from .settings import Settings
-from .store import Store
+from toollatch.web.pages import api, follow, observe, routes as pages
+from toollatch.web.triage import library, routes as triage_routes
+from toollatch.web.live import mirror
+from toollatch.web.replay import ws
+from toollatch.web.replay.fanout import Clock, Sleep
+from toollatch.web.security import NoFramingMiddleware, SameOriginMiddleware, client_disconnected
+from toollatch.web.server import SERVER_OPTIONS, DateMiddleware
+from toollatch.web.live.routes import install as install_live
+from toollatch.web.live.store import LiveRenderer, LiveSessionStore
+from toollatch.web.settings import Settings
+from toollatch.web.store import Store
 
 log = logging.getLogger("toollatch.web")
 
@@ -41,7 +44,7 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def resource_dir(name: str) -> Path:
-    """``web/<name>`` when installed as a wheel, else ``<repo>/<name>``."""
+    """``toollatch/web/<name>`` when installed as a wheel, else ``<repo>/<name>`` (an editable install)."""
     installed = _PACKAGE_DIR / name
     return installed if installed.is_dir() else _PACKAGE_DIR.parent / name
 
@@ -163,4 +166,4 @@ def run(settings: Settings | None = None) -> None:
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("binding %s: the dashboard is meant for loopback only", settings.host)
     app = create_app(settings, freeze_heap=True)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", **SERVER_OPTIONS)  # no Date/Server of its own: web.server
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", **SERVER_OPTIONS)  # no Date/Server of its own: toollatch.web.server

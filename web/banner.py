@@ -14,10 +14,10 @@ from __future__ import annotations
 import errno
 import socket
 
-from assembler.urls import scrub_url
+from toollatch.wire.urls import scrub_url
 
-from .proxy import BUILTIN_UPSTREAMS
-from .settings import Settings
+from toollatch.web.live.proxy import BUILTIN_UPSTREAMS
+from toollatch.web.settings import Settings
 
 #: The path an SDK's ``base_url`` takes below ``/proxy/<name>``, by upstream name.
 SDK_BASE_SUFFIX = {"openai": "/v1", "mock": "/v1", "anthropic": ""}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assembler import jsontext
+from toollatch.core import jsontext
 
 #: What a hidden value is shown as.
 HIDDEN = "•••"

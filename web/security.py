@@ -27,7 +27,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketClose
 
-from .server import PROXIED_PREFIX
+from toollatch.web.server import PROXIED_PREFIX
 
 log = logging.getLogger("toollatch.web")
 
@@ -81,7 +81,7 @@ NO_FRAMING = ((b"content-security-policy", b"frame-ancestors 'none'"), (b"x-fram
 class NoFramingMiddleware:
     """Adds :data:`NO_FRAMING` to every HTTP response of the dashboard (a response that
     already sets one of the two keeps its own), except the proxy's (``/proxy/...``), which
-    carry exactly the headers the upstream sent (:mod:`web.server`)."""
+    carry exactly the headers the upstream sent (:mod:`toollatch.web.server`)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import platformdirs
 
-from assembler.config import AssembleConfig
+from toollatch.core.config import AssembleConfig
 
 #: Largest accepted upload, in bytes (50 MiB); uploads are read in 1 MiB pieces.
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
@@ -63,7 +63,7 @@ class Settings:
     ``captures_dir``: directory searched recursively for ``*.sse`` / ``*.jsonl`` captures
     (``None``: no capture list). ``config``: the assembler configuration every session
     uses; its ``max_tool_argument_bytes`` is also the full scale of each call's bar.
-    ``host`` / ``port``: where :func:`web.app.run` binds; loopback by default.
+    ``host`` / ``port``: where :func:`toollatch.web.app.run` binds; loopback by default.
     ``replay_rate``: default base replay rate in provider events per second (speed 1×).
     ``allowed_hosts``: extra ``Host`` header values accepted besides ``localhost``,
     ``127.0.0.1``, ``::1`` and ``host`` (DNS-rebinding guard).

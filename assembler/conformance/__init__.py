@@ -3,6 +3,6 @@
 ``toollatch conformance --adapter NAME`` (or ``--command CMD``); see ``docs/conformance.md``.
 """
 
-from .run import add_conformance, score
+from toollatch.conformance.run import add_conformance, score
 
 __all__ = ["add_conformance", "score"]

@@ -27,9 +27,9 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from ..capture import ProviderEvent
-from ..pipeline import Pipeline
-from ..registry import ToolRegistry
+from toollatch.wire.capture import ProviderEvent
+from toollatch.core.pipeline import Pipeline
+from toollatch.core.registry import ToolRegistry
 
 
 @dataclass(frozen=True)

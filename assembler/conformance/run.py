@@ -20,10 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..capture import CaptureError, ProviderEvent, read_capture
-from ..pipeline import Pipeline
-from .adapters import ADAPTERS, Adapter, AdapterError, CaseInput, CommandAdapter, Handed, NotApplicable
-from .cases import CLASSES, Case, CaseError, all_cases
+from toollatch.wire.capture import CaptureError, ProviderEvent, read_capture
+from toollatch.core.pipeline import Pipeline
+from toollatch.conformance.adapters import ADAPTERS, Adapter, AdapterError, CaseInput, CommandAdapter, Handed, NotApplicable
+from toollatch.conformance.cases import CLASSES, Case, CaseError, all_cases
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

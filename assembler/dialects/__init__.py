@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..capture import DONE, ProviderEvent
-from .anthropic import AnthropicAdapter
-from .base import DialectAdapter
-from .bedrock import BedrockConverseAdapter, BedrockInvokeAdapter
-from .cohere import CohereAdapter
-from .gemini import GeminiAdapter
-from .openai_chat import OpenAIChatAdapter
-from .openai_responses import OpenAIResponsesAdapter
+from toollatch.wire.capture import DONE, ProviderEvent
+from toollatch.dialects.anthropic import AnthropicAdapter
+from toollatch.dialects.base import DialectAdapter
+from toollatch.dialects.bedrock import BedrockConverseAdapter, BedrockInvokeAdapter
+from toollatch.dialects.cohere import CohereAdapter
+from toollatch.dialects.gemini import GeminiAdapter
+from toollatch.dialects.openai_chat import OpenAIChatAdapter
+from toollatch.dialects.openai_responses import OpenAIResponsesAdapter
 
 ADAPTERS: dict[str, Callable[[], DialectAdapter]] = {
     "openai-chat": OpenAIChatAdapter,

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import jsontext
-from ..capture import ProviderEvent
-from ..model import (
+from toollatch.core import jsontext
+from toollatch.wire.capture import ProviderEvent
+from toollatch.core.model import (
     ArgsFragment,
     BlockStop,
     CallKey,
@@ -38,9 +38,9 @@ from ..model import (
     StreamStart,
     StreamTruncated,
 )
-from .base import check_strict, provider_error
-from .ends import end_ops
-from .blocks import BlockKeys
+from toollatch.dialects.base import check_strict, provider_error
+from toollatch.dialects.ends import end_ops
+from toollatch.dialects.blocks import BlockKeys
 
 TOOL_BLOCKS: dict[str, Executor] = {"tool_use": "client", "server_tool_use": "server", "mcp_tool_use": "server"}
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
-from ..capture import ProviderEvent
-from ..finalize import StrictJSONError, strict_loads
-from ..model import ArgsNotStrict, CallKey, Op, StreamError
+from toollatch.wire.capture import ProviderEvent
+from toollatch.core.finalize import StrictJSONError, strict_loads
+from toollatch.core.model import ArgsNotStrict, CallKey, Op, StreamError
 
 #: A provider error's free text kept for *Reveal*, at most this many characters.
 MESSAGE_LIMIT = 2000
@@ -57,13 +57,13 @@ def strictness_fault(event: ProviderEvent, *, string_pieces: bool = False) -> st
     Call it only for an event that carries argument text as a JSON *value*: the event was
     parsed leniently (the last of duplicate keys kept, ``NaN``/``Infinity`` accepted), so
     the text re-made from that value cannot show such a fault; this re-reads the event's
-    own text with :func:`~assembler.finalize.strict_loads`. The answer names the fault
+    own text with :func:`~toollatch.core.finalize.strict_loads`. The answer names the fault
     (``duplicate object key``, ``non-standard constant NaN``, ``number out of range``,
     ``string holds a lone surrogate``) and never quotes the text. An event without raw
     text (built in memory, where a dict cannot hold a duplicate key) is taken as it is.
     ``string_pieces``: the event's strings may be pieces of longer strings (Gemini
     ``partialArgs`` ``stringValue``), so a lone surrogate is left to the latch, which
-    judges the joined text (:func:`~assembler.finalize.join_surrogate_pairs`).
+    judges the joined text (:func:`~toollatch.core.finalize.join_surrogate_pairs`).
     """
     if event.raw is None:
         return None
@@ -75,7 +75,7 @@ def strictness_fault(event: ProviderEvent, *, string_pieces: bool = False) -> st
 
 
 def check_strict(key: CallKey, event: ProviderEvent, ops: list[Op]) -> None:
-    """Append :class:`~assembler.model.ArgsNotStrict` for ``key`` when ``event`` is not strict.
+    """Append :class:`~toollatch.core.model.ArgsNotStrict` for ``key`` when ``event`` is not strict.
 
     For an event whose argument text for ``key`` was made from a JSON value.
     """

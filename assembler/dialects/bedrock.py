@@ -11,7 +11,7 @@ Provider documents: Amazon Bedrock API reference, ``ConverseStream`` (events
 
 Input is one event ``{"<event type>": <payload>}``: a JSON Lines capture as the AWS SDKs
 yield decoded event-stream frames, or a raw ``application/vnd.amazon.eventstream`` body,
-whose frames :mod:`assembler.capture` turns into the same shape (an ``exception`` frame
+whose frames :mod:`toollatch.wire.capture` turns into the same shape (an ``exception`` frame
 becomes ``{"<exception type>": <payload>}``, e.g. ``throttlingException``). A data-less
 event that only carries a framing note (``truncated_frame``) makes no ops here; the
 missing ``messageStop`` / ``message_stop`` then makes the stream truncated. Calls are keyed
@@ -28,9 +28,9 @@ import binascii
 import json
 from typing import Any
 
-from ..capture import ProviderEvent
-from ..untrusted import parse_json
-from ..model import (
+from toollatch.wire.capture import ProviderEvent
+from toollatch.wire.untrusted import parse_json
+from toollatch.core.model import (
     ArgsFragment,
     BlockStop,
     CallStart,
@@ -41,10 +41,10 @@ from ..model import (
     StreamStart,
     StreamTruncated,
 )
-from .anthropic import AnthropicAdapter
-from .base import check_strict, provider_error
-from .ends import end_ops
-from .blocks import BlockKeys
+from toollatch.dialects.anthropic import AnthropicAdapter
+from toollatch.dialects.base import check_strict, provider_error
+from toollatch.dialects.ends import end_ops
+from toollatch.dialects.blocks import BlockKeys
 
 
 class BedrockConverseAdapter:

@@ -12,7 +12,7 @@ one buffer:
 * a call started at ``i`` while the earlier call there has no block stop yet makes the
   stream uninterpretable: from then on no fragment can be told to belong to one call or the
   other. The new call still gets its own key (so it is answered), and the adapter ends the
-  stream with :class:`~assembler.model.StreamError`, which fails every open call. A start
+  stream with :class:`~toollatch.core.model.StreamError`, which fails every open call. A start
   repeating the open call's own non-empty id is the same call started twice (the key is
   returned again and the assembler records ``call_start_repeated``). A start after the
   block stop is a new call even with the same id; the latch then fails both (one
@@ -21,7 +21,7 @@ one buffer:
 
 from __future__ import annotations
 
-from ..model import CallKey, Op, Quirk
+from toollatch.core.model import CallKey, Op, Quirk
 
 
 class BlockKeys:
@@ -45,7 +45,7 @@ class BlockKeys:
         """The key for a call started at ``index``, and whether it clashes with an open call.
 
         ``True`` means the index's earlier call had no block stop: the caller emits the
-        :class:`~assembler.model.CallStart` for the returned key, then a stream error.
+        :class:`~toollatch.core.model.CallStart` for the returned key, then a stream error.
         """
         key = self.current.get(index)
         if key is not None and key in self._open and call_id and self._ids.get(key) == call_id:

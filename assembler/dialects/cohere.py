@@ -23,11 +23,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..capture import ProviderEvent
-from ..model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamError, StreamStart, StreamTruncated
-from .base import check_strict, provider_error
-from .ends import end_ops
-from .blocks import BlockKeys
+from toollatch.wire.capture import ProviderEvent
+from toollatch.core.model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamError, StreamStart, StreamTruncated
+from toollatch.dialects.base import check_strict, provider_error
+from toollatch.dialects.ends import end_ops
+from toollatch.dialects.blocks import BlockKeys
 
 
 class CohereAdapter:

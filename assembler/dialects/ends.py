@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from ..model import Op, Quirk, StreamEnd, StreamError, StreamTruncated
+from toollatch.core.model import Op, Quirk, StreamEnd, StreamError, StreamTruncated
 
 EndKind = Literal["complete", "truncated", "error"]
 

@@ -25,7 +25,7 @@ call, so two calls never share one argument object. The open call it ends is cut
 ``function_call_before_terminator``): its last part said ``willContinue: true``, so the
 object built so far may lack the rest of a value or whole members and would still parse;
 it never reaches the latch but fails ``stream_truncated``
-(:class:`~assembler.model.CallTruncated`) and is owed an error result.
+(:class:`~toollatch.core.model.CallTruncated`) and is owed an error result.
 
 No ``id`` (Gemini 2.x, Vertex): a stable one is synthesised, ``gemini_call_<n>`` with
 ``n`` counting calls in the stream, and quirk ``synthesized_id`` is recorded.
@@ -60,11 +60,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import jsontext
-from ..capture import ProviderEvent
-from ..model import ArgsFragment, ArgsNotStrict, BlockStop, CallKey, CallStart, CallTruncated, Op, Quirk, StreamEnd, StreamError, StreamTruncated
-from .base import provider_error, strictness_fault
-from .ends import end_ops, kind_of
+from toollatch.core import jsontext
+from toollatch.wire.capture import ProviderEvent
+from toollatch.core.model import ArgsFragment, ArgsNotStrict, BlockStop, CallKey, CallStart, CallTruncated, Op, Quirk, StreamEnd, StreamError, StreamTruncated
+from toollatch.dialects.base import provider_error, strictness_fault
+from toollatch.dialects.ends import end_ops, kind_of
 
 _VALUE_FIELDS = ("numberValue", "boolValue", "nullValue")
 _SEGMENT = re.compile(r"""\.([^\W\d][\w-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
@@ -249,7 +249,7 @@ class _Strictness:
         self._event, self._fault, self._done = event, None, False
 
     def check(self, key: CallKey, ops: list[Op]) -> None:
-        """Append :class:`~assembler.model.ArgsNotStrict` for ``key`` if the chunk is not strict."""
+        """Append :class:`~toollatch.core.model.ArgsNotStrict` for ``key`` if the chunk is not strict."""
         if not self._done:
             # stringValue parts are pieces of one string: a surrogate pair may be split
             # across two chunks, and only the joined text (at the latch) can be judged

@@ -24,11 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import jsontext
-from ..capture import DONE, ProviderEvent
-from ..model import ArgsFragment, CallIdentity, CallKey, CallStart, Op, Quirk, StreamError, StreamTruncated
-from .base import check_strict, provider_error
-from .ends import end_ops
+from toollatch.core import jsontext
+from toollatch.wire.capture import DONE, ProviderEvent
+from toollatch.core.model import ArgsFragment, CallIdentity, CallKey, CallStart, Op, Quirk, StreamError, StreamTruncated
+from toollatch.dialects.base import check_strict, provider_error
+from toollatch.dialects.ends import end_ops
 
 
 #: Top-level keys of a plain chunk. A chunk with no other key (``error``,

@@ -60,9 +60,9 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import jsontext
-from ..capture import ProviderEvent
-from ..model import (
+from toollatch.core import jsontext
+from toollatch.wire.capture import ProviderEvent
+from toollatch.core.model import (
     ArgsFinal,
     ArgsFragment,
     BlockStop,
@@ -77,10 +77,10 @@ from ..model import (
     StreamStart,
     StreamTruncated,
 )
-from . import responses_items as items
-from .base import check_strict, provider_error
-from .ends import end_ops
-from .responses_items import _DELTAS, _DONES, _PREVIEWS, _WRAP_CLOSE, _WRAP_OPEN, KINDS, TOOL_ITEMS, digest as _digest, escape as _escape
+from toollatch.dialects import responses_items as items
+from toollatch.dialects.base import check_strict, provider_error
+from toollatch.dialects.ends import end_ops
+from toollatch.dialects.responses_items import _DELTAS, _DONES, _PREVIEWS, _WRAP_CLOSE, _WRAP_OPEN, KINDS, TOOL_ITEMS, digest as _digest, escape as _escape
 
 @dataclass
 class _Item:

@@ -47,8 +47,8 @@ import hashlib
 import json
 from typing import Any, NamedTuple
 
-from .. import jsontext
-from ..model import Executor, Op, Quirk
+from toollatch.core import jsontext
+from toollatch.core.model import Executor, Op, Quirk
 
 
 class ItemKind(NamedTuple):

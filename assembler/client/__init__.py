@@ -1,0 +1,1 @@
+"""In the agent's own process: ``latch()`` around a stream, and its mirror into a dashboard."""

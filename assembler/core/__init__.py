@@ -1,0 +1,1 @@
+"""The core: ops → the call state machine → the strict latch → assembly events, verdicts, results."""

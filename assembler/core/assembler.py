@@ -1,0 +1,533 @@
+"""The provider-independent assembler: ops in, assembly events and verdicts out.
+
+One :class:`Assembler` handles one response stream. It keeps, per call key, an
+append-only list of fragments (joined once, at finalization) and a
+:class:`~toollatch.core.state.CallStateMachine`. It never learns which provider a key
+came from.
+
+The completion latch (DESIGN.md): a call commits only when the stream ended normally
+(:class:`~toollatch.core.model.StreamEnd`), ``call_id`` and ``name`` are present, the name is
+registered (when a registry is given), the whole text is strict JSON, an object, and
+passes the tool's schema.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from toollatch.core.config import DEFAULT_CONFIG, AssembleConfig
+from toollatch.core.finalize import Verdict, check_arguments
+from toollatch.observe.metrics import Metrics
+from toollatch.core.model import (
+    ArgsFinal,
+    ArgsFragment,
+    ArgsNotStrict,
+    BlockStop,
+    CallIdentity,
+    CallKey,
+    CallOutcome,
+    CallStart,
+    CallState,
+    CallTruncated,
+    Cancel,
+    CommittedCall,
+    Op,
+    Quirk,
+    Reason,
+    StreamEnd,
+    StreamEndKind,
+    StreamError,
+    StreamResult,
+    StreamStart,
+    StreamTruncated,
+    Transition,
+)
+from toollatch.core.calls import CallRecord, RunBudget, append_varint, keep_one_record_per_id, owed_results, shared_ids
+from toollatch.redaction.redact import AssemblyEvent, CallView, EventKind
+from toollatch.core.registry import ToolRegistry
+from toollatch.core.schemacheck import CheckBudget
+from toollatch.core.state import CallInput
+
+Clock = Callable[[], float]
+
+
+class Assembler:
+    """Assembles the tool calls of one stream.
+
+    :meth:`apply` takes one op and returns the assembly events it caused, in order.
+    ``clock`` returns seconds (monotonic); event times are relative to construction.
+    Ops after the stream ended are ignored and counted as quirk ``op_after_stream_end``.
+    """
+
+    def __init__(
+        self,
+        dialect: str,
+        *,
+        config: AssembleConfig | None = None,
+        registry: ToolRegistry | None = None,
+        clock: Clock = time.monotonic,
+        stream_index: int = 0,
+        reveal: bool = False,
+        budget: RunBudget | None = None,
+        metrics: Metrics | None = None,
+        progress_events: bool = True,
+        emit_events: bool = True,
+        committed_ids: set[str] | None = None,
+    ) -> None:
+        self.dialect = dialect
+        self.config = config or DEFAULT_CONFIG
+        self.registry = registry
+        self.stream_index = stream_index
+        self.reveal = reveal
+        self.budget = budget or RunBudget(self.config.max_tool_calls_per_run)
+        self.metrics = metrics
+        #: Emit a ``fragment`` event per appended fragment (the dashboard's byte bars);
+        #: batch users such as ``toollatch assemble`` turn it off.
+        self.progress_events = progress_events and emit_events
+        #: Emit assembly events at all; batch users that only read :meth:`result` turn it off.
+        self.emit_events = emit_events
+        self._ended_at: float | None = None  # clock time of the normal end, for to_commit_seconds
+        self._clock = clock
+        self._t0 = clock()
+        self._seq = 0
+        self._calls: dict[CallKey, CallRecord] = {}
+        self._in_flight = 0  # calls not yet in a terminal state
+        # tool_call_ids of the client calls committed in this stream (they answer their id),
+        # and in every stream of the input: ``committed_ids``, shared by a Pipeline's
+        # streams (an id there never commits again)
+        self._committed_ids: set[str] = set()
+        self._run_ids = self._committed_ids if committed_ids is None else committed_ids
+        # A provider key reused by a *different* call: later ops for it go to the new record.
+        self._alias: dict[CallKey, CallKey] = {}
+        self._reused: dict[CallKey, int] = {}  # provider key -> next suffix to try for a new call there
+        self._end: StreamEndKind | None = None
+        self._end_detail: str | None = None
+        self._quirks: dict[str, int] = {}
+        self.began = False
+        #: The free text of the provider error that ended the stream (untrusted: it may
+        #: quote argument text); never in a reason or event unless ``reveal``.
+        self.provider_message: str | None = None
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def ended(self) -> bool:
+        return self._end is not None
+
+    @property
+    def end(self) -> StreamEndKind | None:
+        return self._end
+
+    def views(self) -> list[CallView]:
+        """Redacted views of every call, in provider order."""
+        return [c.view() for c in self._ordered()]
+
+    def committed(self, key: CallKey) -> CommittedCall | None:
+        """The committed call at ``key``, or None if it has not (yet) passed the latch."""
+        call = self._calls.get(key)
+        if call is None or call.machine.state is not CallState.COMMITTED:
+            return None
+        assert call.call_id is not None and call.name is not None
+        return CommittedCall(call.key, call.call_id, call.name, call.arguments, call.executor)
+
+    def outcome(self, key: CallKey) -> CallOutcome | None:
+        """The current record of call ``key`` (arguments only once COMMITTED), or None if
+        there is no such call: one call's :meth:`result` entry, without building them all."""
+        call = self._calls.get(key)
+        return call.outcome() if call is not None else None
+
+    @property
+    def quirks(self) -> dict[str, int]:
+        """Quirks counted so far, by name (a copy): :meth:`result`'s, without the calls."""
+        return dict(self._quirks)
+
+    def result(self) -> StreamResult:
+        """The stream's calls and the results owed: one error result per non-committed client call."""
+        calls = [c.outcome() for c in self._ordered()]
+        results = owed_results(calls, self._committed_ids)
+        return StreamResult(self.dialect, self._end, self._end_detail, calls, results, dict(self._quirks))
+
+    def check_idle(self) -> list[AssemblyEvent]:
+        """Fail OPEN calls that received nothing for ``assemble_idle_timeout_s`` seconds.
+
+        Call this periodically on live or paced streams; time comes from the clock given
+        at construction, so tests can drive it.
+        """
+        out: list[AssemblyEvent] = []
+        if self._end is not None:
+            return out
+        now, limit = self._now(), self.config.assemble_idle_timeout_s
+        for call in self._ordered():
+            if call.machine.state is CallState.OPEN and now - call.last_activity >= limit:
+                self._fail(call, Reason.IDLE_TIMEOUT.with_detail(f"no fragment for {limit:g} s"), out)
+        return out
+
+    # ------------------------------------------------------------------ ops
+
+    def apply(self, op: Op) -> list[AssemblyEvent]:
+        """Apply one op; return the events it caused (possibly none).
+
+        Raises :class:`TypeError` for anything that is not one of the op types of
+        :mod:`toollatch.core.model` (:data:`~toollatch.core.model.Op`), before changing any state."""
+        out: list[AssemblyEvent] = []
+        kind = type(op)
+        if kind is ArgsFragment and self.began and self._end is None:  # the hot path
+            self._fragment(op, out)  # type: ignore[arg-type]
+            return out
+        if kind is Quirk:
+            self._quirk(op.name, out)  # type: ignore[union-attr]
+            return out
+        if kind not in _HANDLERS and kind is not StreamStart:
+            raise TypeError(f"Assembler.apply takes an op (toollatch.core.model.Op), not {kind.__qualname__}")
+        if not self.began:
+            self.began = True
+            self._emit(out, "stream_start")
+        if kind is StreamStart:
+            return out
+        if self._end is not None:
+            if kind is not Cancel:
+                self._quirk("op_after_stream_end", out)
+            return out
+        _HANDLERS[kind](self, op, out)
+        return out
+
+    def _not_strict(self, op: ArgsNotStrict, out: list[AssemblyEvent]) -> None:
+        call = self._calls.get(self._alias.get(op.key, op.key))
+        if call is not None and call.not_strict is None:
+            call.not_strict = op.problem  # judged at the latch: invalid_json
+
+    def _block_stop(self, op: BlockStop, out: list[AssemblyEvent]) -> None:
+        call = self._calls.get(self._alias.get(op.key, op.key))
+        if call is not None and call.machine.state is CallState.OPEN:
+            self._move(call, CallInput.ARGS_COMPLETE, out)
+            if call.executor == "client" and self.config.pipelined(call.name):
+                # Pipelined commit: the block stopped and its key accepts no more
+                # fragments; only tools the configuration names may skip the stream end.
+                self._latch(call, out)
+
+    def _call_truncated(self, op: CallTruncated, out: list[AssemblyEvent]) -> None:
+        call = self._calls.get(self._alias.get(op.key, op.key))
+        if call is not None and not call.machine.state.terminal:
+            call.diagnosis = call.cut_off("truncated")
+            self._fail(call, Reason.STREAM_TRUNCATED.with_detail(op.detail), out)
+
+    def _start(self, op: CallStart, out: list[AssemblyEvent]) -> None:
+        key = self._alias.get(op.key, op.key)
+        existing = self._calls.get(key)
+        if existing is not None:
+            if not (op.call_id and existing.call_id and op.call_id != existing.call_id):
+                self._quirk("call_start_repeated", out)
+                self._identity(CallIdentity(op.key, op.call_id, op.name, op.not_unicode), out)
+                return
+            # Another call starts where one already is: never merge the two. The older one
+            # can no longer be told apart from the newer one's fragments, so it fails.
+            self._quirk("call_started_at_a_used_key", out)
+            if not existing.machine.state.terminal:
+                self._fail(existing, Reason.STREAM_ERROR.with_detail("another call started at its position"), out)
+            n = self._reused.get(op.key, 1)
+            while op.key + (n,) in self._calls:  # a key the adapter gave another call: skip it
+                n += 1
+            self._reused[op.key] = n + 1
+            key = self._alias[op.key] = op.key + (n,)
+        call = CallRecord(key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
+        if op.not_unicode:
+            call.not_unicode = op.not_unicode
+        call.item = op.item
+        if op.whole_arguments:
+            call.bytes = len(op.whole_arguments.encode("utf-8", "surrogatepass"))
+        in_flight = self._in_flight
+        self._calls[key] = call
+        self._in_flight += 1
+        call.last_activity = self._now()
+        call.transitions.append(Transition(CallState.OPEN, call.last_activity))
+        self._emit(out, "call_opened", call)
+        if in_flight >= self.config.max_tool_calls_in_flight_assemble:
+            limit = self.config.max_tool_calls_in_flight_assemble
+            self._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)
+        elif call.bytes > self.config.max_tool_argument_bytes:
+            self._overflow(call, out)
+        elif call.call_id in self._run_ids and call.executor == "client":
+            self._refuse_reused_id(call, out)
+
+    def _identity(self, op: CallIdentity, out: list[AssemblyEvent]) -> None:
+        call = self._calls.get(self._alias.get(op.key, op.key))
+        if call is None:
+            self._start(CallStart(op.key, op.call_id, op.name, not_unicode=op.not_unicode), out)
+            return
+        changed = False
+        if op.call_id:
+            if call.call_id is None:
+                call.call_id, changed = op.call_id, True
+                if "call_id" in op.not_unicode:
+                    call.not_unicode += ("call_id",)
+            elif op.call_id == call.call_id:
+                self._quirk("id_repeated", out)
+            elif op.final and not call.machine.state.terminal:
+                call.call_id, changed = op.call_id, True
+                call.not_unicode = tuple(f for f in call.not_unicode if f != "call_id") + (("call_id",) if "call_id" in op.not_unicode else ())
+                self._quirk("call_id_replaced", out)
+            else:
+                self._quirk("id_conflict", out)
+        if op.name:
+            if call.name is None:
+                call.name, changed = op.name, True
+                if "name" in op.not_unicode:
+                    call.not_unicode += ("name",)
+            elif op.name == call.name:
+                self._quirk("name_repeated", out)
+            else:
+                self._quirk("name_conflict", out)
+                if not call.machine.state.terminal:
+                    self._fail(call, Reason.NAME_CONFLICT.with_detail(_renamed(call.name, op.name)), out)
+        if changed:
+            self._emit(out, "identity", call)
+            if call.call_id in self._run_ids and call.executor == "client" and not call.machine.state.terminal:
+                self._refuse_reused_id(call, out)
+
+    def _fragment(self, op: ArgsFragment, out: list[AssemblyEvent]) -> None:
+        call = self._calls.get(self._alias.get(op.key, op.key) if self._alias else op.key)
+        if call is None:
+            self._quirk("fragment_before_call_start", out)
+            self._start(CallStart(op.key), out)
+            call = self._calls[op.key]
+        call.last_activity = self._clock() - self._t0
+        if call.fragments == 0 and call.whole_arguments:
+            call.bytes = 0  # streamed text replaces input that came whole with the start
+        data = op.text.encode("utf-8", "surrogatepass")
+        call.bytes += len(data)
+        call.fragments += 1
+        state = call.machine.state
+        if state is CallState.OPEN and call.buffer is not None:
+            if call.bytes > self.config.max_tool_argument_bytes:
+                self._overflow(call, out)
+            else:
+                call.buffer += data
+                n = len(data)
+                if n < 0x80:
+                    call.lengths.append(n)  # type: ignore[union-attr]
+                else:
+                    append_varint(call.lengths, n)  # type: ignore[arg-type]
+                if self.progress_events:
+                    self._emit(out, "fragment", call)
+        elif state is CallState.ARGS_COMPLETE:
+            # The provider said the block was over; more text means we cannot trust either part.
+            self._fail(call, Reason.STREAM_ERROR.with_detail("argument fragment after the block stopped"), out)
+        else:
+            # After our own limits failed the call, more text is expected, not a provider fault.
+            own_limit = (call.reason or "").startswith(
+                (Reason.ARGUMENTS_EXCEED_MAX_BYTES.value, Reason.TOO_MANY_TOOL_CALLS.value)
+            )
+            if not own_limit:
+                self._quirk("fragment_after_call_ended", out)
+            if self.progress_events:
+                self._emit(out, "fragment", call)
+
+    def _final(self, op: ArgsFinal, out: list[AssemblyEvent]) -> None:
+        """The provider's finalized text replaces the call's fragments (one buffer swap)."""
+        call = self._calls.get(self._alias.get(op.key, op.key))
+        if call is None:
+            self._fragment(ArgsFragment(op.key, op.text), out)
+            return
+        state = call.machine.state
+        if state is not CallState.OPEN or call.buffer is None:
+            self._fragment(ArgsFragment(op.key, op.text), out)  # after the stop or the end of the call: as any fragment
+            return
+        data = op.text.encode("utf-8", "surrogatepass")
+        call.last_activity = self._now()
+        call.bytes = len(data)
+        call.fragments += 1
+        if call.bytes > self.config.max_tool_argument_bytes:
+            self._overflow(call, out)
+            return
+        call.buffer = bytearray(data)
+        call.lengths = bytearray()
+        append_varint(call.lengths, len(data))
+        if self.progress_events:
+            self._emit(out, "fragment", call)
+
+    def _finish_complete(self, op: StreamEnd, out: list[AssemblyEvent]) -> None:
+        self._ended_at = self._clock()
+        calls = self._ordered()
+        shared = shared_ids(calls)  # a tool_call_id carried by more than one client call
+        budget = CheckBudget()  # the schema checks of all the calls latched here, together
+        for call in calls:
+            if shared and call.call_id in shared and not call.machine.state.terminal:
+                if call.call_id in self._run_ids:
+                    self._refuse_reused_id(call, out)
+                else:  # One tool_call_id for two calls: running either could run the tool twice.
+                    self._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
+            if call.machine.state is CallState.OPEN:
+                self._move(call, CallInput.ARGS_COMPLETE, out)
+            if call.machine.state is CallState.ARGS_COMPLETE:
+                self._latch(call, out, budget)
+        self._set_end("complete", op.detail, out)
+
+    def _latch(self, call: CallRecord, out: list[AssemblyEvent], budget: CheckBudget | None = None) -> None:
+        if not call.call_id or not call.name:
+            missing = " and ".join(n for n, v in (("call_id", call.call_id), ("name", call.name)) if not v)
+            self._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(f"no {missing}"), out)
+            return
+        if call.not_unicode:
+            # Escaped when its op was built: no longer the id or name the provider sent.
+            fields = tuple(dict.fromkeys(call.not_unicode))
+            detail = f"{' and '.join(fields)} {'is' if len(fields) == 1 else 'are'} not valid Unicode (a lone surrogate, shown escaped)"
+            self._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(detail), out)
+            return
+        if call.executor == "client" and call.call_id in self._run_ids:
+            self._refuse_reused_id(call, out)
+            return
+        text = call.take_text()
+        registry = self.registry if call.executor == "client" else None
+        if call.not_strict is not None:
+            verdict = Verdict(None, Reason.INVALID_JSON.with_detail(call.not_strict))
+        else:
+            verdict = check_arguments(
+                text,
+                call.name,
+                registry=registry,
+                must_be_object=self.config.arguments_must_be_object,
+                reveal=self.reveal,
+                max_depth=self.config.max_tool_argument_depth,
+                schema_budget=budget,
+            )
+        if self.metrics is not None:
+            self.metrics.call_finalized(self.dialect, call.name, call.bytes)
+        if verdict.reason is not None:
+            call.diagnosis = verdict.diagnosis
+            if verdict.reason.startswith(Reason.INVALID_JSON.value):
+                call.diagnosis = call.invalid_json_diagnosis(text, verdict.reason)
+                if self.metrics is not None:
+                    self.metrics.call_invalid_json(self.dialect, call.name)
+                call.repaired = self.config.on_invalid_json == "drop_with_protocol_repair"
+            self._fail(call, verdict.reason, out)
+            return
+        if call.executor == "client" and not self.budget.take():
+            limit = self.budget.limit
+            self._fail(call, Reason.BUDGET_EXCEEDED.with_detail(f"more than {limit} committed calls in this run"), out)
+            return
+        call.arguments = verdict.arguments
+        self._move(call, CallInput.COMMIT, out)
+        if call.executor == "client":
+            self._committed_ids.add(call.call_id)
+            self._run_ids.add(call.call_id)  # the same set when the stream stands alone
+        if self.metrics is not None and self._ended_at is not None:
+            self.metrics.call_committed(self.dialect, call.name, self._clock() - self._ended_at)
+
+    def _refuse_reused_id(self, call: CallRecord, out: list[AssemblyEvent]) -> None:
+        """A call carrying the tool_call_id of a call already committed (a pipelined commit
+        may be running it): it never commits, owes no result of its own (the id is answered
+        by the committed call) and is dropped from the finalized message, which cannot hold
+        one id twice."""
+        call.repaired = True
+        self._fail(call, Reason.STREAM_ERROR.with_detail("call id already used by a committed call"), out)
+
+    def _truncated(self, op: StreamTruncated, out: list[AssemblyEvent]) -> None:
+        self._finish_failed("truncated", Reason.STREAM_TRUNCATED, op.detail, out)
+
+    def _error(self, op: StreamError, out: list[AssemblyEvent]) -> None:
+        # The provider's own text (untrusted, it may quote the arguments) joins the
+        # detail only when text is revealed; it is kept apart for a Reveal otherwise.
+        if op.message and self.provider_message is None:
+            self.provider_message = op.message
+        detail = f"{op.detail}: {op.message}" if self.reveal and op.message else op.detail
+        self._finish_failed("error", Reason.STREAM_ERROR, detail, out)
+
+    def _finish_failed(self, end: StreamEndKind, reason: Reason, detail: str | None, out: list[AssemblyEvent]) -> None:
+        for call in self._ordered():
+            if not call.machine.state.terminal:
+                call.diagnosis = call.cut_off(end)
+                self._fail(call, reason.with_detail(detail), out)
+        self._set_end(end, detail, out)
+
+    def _finish_cancelled(self, op: Cancel, out: list[AssemblyEvent]) -> None:
+        detail = op.detail
+        for call in self._ordered():
+            if not call.machine.state.terminal:
+                call.reason = Reason.CANCELLED.with_detail(detail)
+                call.diagnosis = call.cut_off("cancelled")  # what the buffer held: offsets and token classes only
+                call.buffer = None
+                self._move(call, CallInput.CANCEL, out)
+        self._set_end("cancelled", detail, out)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _overflow(self, call: CallRecord, out: list[AssemblyEvent]) -> None:
+        if self.metrics is not None:
+            self.metrics.call_overflow(self.dialect, call.name)
+        call.repaired = self.config.on_args_overflow == "drop_with_protocol_repair"
+        limit = self.config.max_tool_argument_bytes
+        self._fail(call, Reason.ARGUMENTS_EXCEED_MAX_BYTES.with_detail(f"more than {limit} bytes"), out)
+
+    def _fail(self, call: CallRecord, reason: str, out: list[AssemblyEvent]) -> None:
+        call.reason = reason
+        call.buffer = call.lengths = None  # release the buffer
+        self._move(call, CallInput.FAIL, out)
+
+    def _move(self, call: CallRecord, event: CallInput, out: list[AssemblyEvent]) -> None:
+        state = call.machine.apply(event)
+        if state.terminal:
+            self._in_flight -= 1
+        call.transitions.append(Transition(state, self._clock() - self._t0))
+        if self.emit_events:
+            self._emit(out, "state", call)
+
+    def _set_end(self, end: StreamEndKind, detail: str | None, out: list[AssemblyEvent]) -> None:
+        if len(self._calls) > 1:
+            keep_one_record_per_id(self._calls.values(), by_key=self.config.finalize_order != "arrival")
+        self._end, self._end_detail = end, detail
+        self._emit(out, "stream_end", end=end, detail=detail)
+
+    def _quirk(self, name: str, out: list[AssemblyEvent]) -> None:
+        self._quirks[name] = self._quirks.get(name, 0) + 1
+        if self._quirks[name] == 1:
+            self._emit(out, "quirk", detail=name)
+
+    def _ordered(self) -> list[CallRecord]:
+        """Calls in ``finalize_order``: provider index (key order) or arrival."""
+        calls = self._calls
+        if len(calls) < 2 or self.config.finalize_order == "arrival":
+            return list(calls.values())
+        return [calls[k] for k in sorted(calls)]
+
+    def _now(self) -> float:
+        return self._clock() - self._t0
+
+    def _emit(
+        self,
+        out: list[AssemblyEvent],
+        kind: EventKind,
+        call: CallRecord | None = None,
+        *,
+        end: StreamEndKind | None = None,
+        detail: str | None = None,
+    ) -> None:
+        if not self.emit_events:
+            return
+        self._seq += 1
+        view = call.view() if call is not None else None
+        out.append(AssemblyEvent(self._seq, self._now(), kind, self.stream_index, view, end, detail))
+
+
+#: The handler of each op type once the stream has begun and not ended (see :meth:`Assembler.apply`).
+_HANDLERS: dict[type, Callable[[Assembler, Any, list[AssemblyEvent]], None]] = {
+    CallStart: Assembler._start,
+    CallIdentity: Assembler._identity,
+    ArgsFragment: Assembler._fragment,
+    ArgsFinal: Assembler._final,
+    ArgsNotStrict: Assembler._not_strict,
+    BlockStop: Assembler._block_stop,
+    CallTruncated: Assembler._call_truncated,
+    StreamEnd: Assembler._finish_complete,
+    StreamTruncated: Assembler._truncated,
+    StreamError: Assembler._error,
+    Cancel: Assembler._finish_cancelled,
+}
+
+
+def _renamed(first: str, later: str) -> str:
+    """The detail of a ``name_conflict``: both tool names, each cut to 64 characters."""
+    def cut(name: str) -> str:
+        return repr(name if len(name) <= 64 else name[:64] + "…")
+    return f"a later chunk named a different tool for this call ({cut(first)}, then {cut(later)})"

@@ -1,0 +1,1 @@
+"""Demos: built-in scenarios, their provider-exact wire bytes for the mock, a long stress stream."""

@@ -1,0 +1,1 @@
+"""Observability: metrics of assembly, OpenTelemetry spans, the timing lens of a stream."""

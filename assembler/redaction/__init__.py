@@ -1,0 +1,1 @@
+"""Redaction: the view allowed before commit, masked reproducers, reports, the naive-client lane."""

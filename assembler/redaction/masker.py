@@ -1,0 +1,374 @@
+"""Masking one dialect's provider events for the redacted reproducer (see :mod:`.redactor`).
+
+:class:`DialectMasker` masks, on a decoded copy of each event, every place the dialect's
+adapter reads argument text, whether it arrives as a string or as a JSON value:
+
+* OpenAI Chat: ``choices[].delta.tool_calls[].function.arguments`` (what the adapter reads),
+  and, unread, a chunk's ``message``, ``function_call.arguments`` and a custom tool's ``input``;
+* Anthropic (and Bedrock InvokeModel's ``chunk.bytes``): ``input_json_delta.partial_json``,
+  ``content_block.input`` in ``content_block_start`` and ``message_start``;
+* Bedrock ConverseStream: ``contentBlockDelta.delta.toolUse.input`` and
+  ``contentBlockStart.start.toolUse.input``;
+* OpenAI Responses: argument and custom tool input ``.delta``/``.done`` events, and the
+  ``arguments``/``input``/``action``/``operation`` of every output item (``output_item.added``/``.done``, the
+  ``response`` of ``response.created``/``.completed``...);
+* Gemini: ``functionCall.args`` and ``partialArgs[].stringValue`` (``jsonPath``, numbers,
+  booleans kept); a candidate's ``finishMessage`` (it can quote a malformed call);
+* Cohere: ``delta.message.tool_calls.function.arguments`` of ``tool-call-start``/``-delta``.
+
+Each fragment is matched to the adapter's op for it (by its text, in order), so it is
+masked with its own call's scanner, and its use is recorded in the :class:`~.redactor.Ledger`.
+A committed call's strings that its tool's schema publishes (``enum``, ``const``) are kept,
+as the :class:`~.scalarmask.MaskPlan` says (:mod:`.published`).
+Text fields (assistant text, reasoning, signatures, citations) become placeholders of the
+same byte length. A shape the dialect never has is masked whole.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from toollatch.core import jsontext
+from toollatch.dialects.responses_items import KINDS
+from toollatch.redaction.places import PlaceMasker, is_empty as _empty, mask_text as _text
+from toollatch.redaction.redactor import escaped_placeholder, mask_arguments, mask_value
+from toollatch.dialects.gemini import PartialArgsError, parse_json_path
+from toollatch.redaction.published import StringPieces
+from toollatch.redaction.scalarmask import KeyNames, MaskPlan, mask_scalars_value
+from toollatch.wire.untrusted import parse_json
+
+
+#: Responses items whose argument text is an action or operation object.
+_ACTION_ITEMS = frozenset(kind for kind, k in KINDS.items() if not k.streams)
+
+#: What the OpenAI Chat adapter reads of a choice (and what the masker handles itself).
+_CHOICE_READ = frozenset({"index", "delta", "message", "finish_reason", "logprobs", "content_filter_results", "content_filter_offsets"})
+
+
+class DialectMasker(PlaceMasker):
+    """Masks one dialect's events; :attr:`ledger` records which argument text calls took."""
+
+    METHODS = {
+        "openai-chat": "openai_chat",
+        "anthropic": "anthropic",
+        "bedrock-converse": "bedrock_converse",
+        "bedrock-invoke": "bedrock_invoke",
+        "openai-responses": "openai_responses",
+        "gemini": "gemini",
+        "cohere": "cohere",
+    }
+
+    def __init__(self, dialect: str, plan: MaskPlan | None = None, *, record: bool = False) -> None:
+        super().__init__(plan, record=record)
+        self._path_keys = KeyNames()  # Gemini partialArgs member names of calls that did not commit
+        self.pieces = StringPieces(record=record)  # Gemini stringValue pieces, by the string they make up
+        self._method = getattr(self, self.METHODS[dialect])
+
+    # ------------------------------------------------------------------ OpenAI Chat
+
+    def openai_chat(self, data: dict[str, Any]) -> None:
+        for choice in self.objects(data, "choices"):
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                self._chat_delta(delta)
+            elif delta is not None:
+                choice["delta"] = mask_value(delta)
+            message = choice.get("message")
+            if message is not None:  # a whole message in a chunk: no adapter reads it
+                if isinstance(message, dict) and (message.get("tool_calls") or message.get("function_call")):
+                    self.ledger.ignored(f"{self._where} (message tool_calls)")
+                choice["message"] = mask_value(message)
+            if choice.get("logprobs") is not None:  # tokens (and their bytes) of the text
+                choice["logprobs"] = None
+            for field in list(choice):
+                if field not in _CHOICE_READ:
+                    choice[field] = _text(choice[field])
+
+    def _chat_delta(self, delta: dict[str, Any]) -> None:
+        for field in list(delta):  # content, reasoning, refusal, audio, annotations...
+            if field not in ("role", "tool_calls", "function_call"):
+                delta[field] = _text(delta[field])
+        legacy = delta.get("function_call")
+        if isinstance(legacy, dict):
+            legacy["arguments"] = self.unread(legacy.get("arguments"), "function_call arguments")
+        elif legacy is not None:
+            delta["function_call"] = self.unread(legacy, "function_call")
+        for entry in self.objects(delta, "tool_calls"):
+            fn = entry.get("function")
+            if isinstance(fn, dict):
+                for field in list(fn):
+                    if field == "arguments":
+                        fn[field] = self.args(fn[field], "tool_calls arguments")
+                    elif field != "name":
+                        fn[field] = mask_value(fn[field])
+            elif fn is not None:
+                entry["function"] = self.unread(fn, "tool_calls function")
+            for field in list(entry):
+                if field == "custom":  # a custom tool's input: no adapter reads it
+                    entry[field] = self.unread(entry[field], "tool_calls custom")
+                elif field not in ("index", "id", "type", "function"):
+                    entry[field] = _text(entry[field])
+
+    # ------------------------------------------------------------------ Anthropic
+
+    def anthropic(self, data: dict[str, Any]) -> None:
+        kind = data.get("type")
+        if kind == "message_start":
+            message = data.get("message")
+            if not isinstance(message, dict):
+                if message is not None:
+                    data["message"] = mask_value(message)
+            elif isinstance(message.get("content"), list):
+                message["content"] = [self._block(b) for b in message["content"]]
+        elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
+            data["content_block"] = self._block(data["content_block"])
+        elif kind == "content_block_delta" and isinstance(data.get("delta"), dict):
+            delta = data["delta"]
+            for field in list(delta):
+                if field == "partial_json":
+                    reads = delta.get("type") == "input_json_delta"
+                    delta[field] = self.args(delta[field], "partial_json") if reads else self.unread(delta[field], "partial_json")
+                elif field != "type":
+                    delta[field] = _text(delta[field])
+
+    def _block(self, block: Any) -> Any:
+        if not isinstance(block, dict):
+            return mask_value(block)
+        out = dict(block)
+        for field in out:
+            if field == "input":
+                out[field] = self.args(out[field], "content_block input", whole=True)
+            elif field not in ("type", "id", "name"):
+                out[field] = _text(out[field])
+        return out
+
+    # ------------------------------------------------------------------ Bedrock
+
+    def bedrock_converse(self, data: dict[str, Any]) -> None:
+        for kind, body in data.items():
+            if not isinstance(body, dict):
+                continue
+            if kind == "contentBlockStart" and isinstance(body.get("start"), dict):
+                tool = body["start"].get("toolUse")
+                if isinstance(tool, dict):
+                    for field in tool:
+                        if field == "input":
+                            tool[field] = self.args(tool[field], "toolUse input", whole=True)
+                        elif field not in ("toolUseId", "name", "type"):
+                            tool[field] = _text(tool[field])
+                for field in body["start"]:
+                    if field != "toolUse":
+                        body["start"][field] = _text(body["start"][field])
+            delta = body.get("delta")
+            if kind == "contentBlockDelta" and isinstance(delta, dict):
+                for field in delta:
+                    tool = delta[field]
+                    if field == "toolUse" and isinstance(tool, dict):
+                        for name in tool:
+                            tool[name] = self.args(tool[name], "toolUse input") if name == "input" else _text(tool[name])
+                    else:
+                        delta[field] = _text(tool)
+
+    def bedrock_invoke(self, data: dict[str, Any]) -> None:
+        chunk = data.get("chunk")
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("bytes"), str):
+            return
+        try:
+            payload = base64.b64decode(chunk["bytes"], validate=True)
+        except (binascii.Error, ValueError):
+            chunk["bytes"] = "*" * len(chunk["bytes"])  # still not base64; nothing of it kept
+            return
+        inner, problem = parse_json(payload)
+        if problem is not None:  # still not JSON (the same fault on re-import); nothing of it kept
+            chunk["bytes"] = base64.b64encode(b"x" * len(payload)).decode()
+            return
+        if isinstance(inner, dict):
+            self.anthropic(inner)
+        else:
+            inner = mask_value(inner)
+        chunk["bytes"] = base64.b64encode(jsontext.dumps(inner).encode()).decode()
+
+    # ------------------------------------------------------------------ OpenAI Responses
+
+    _KEEP = frozenset({"type", "item_id", "output_index", "content_index", "summary_index", "sequence_number", "annotation_index"})
+    _ARG_DELTAS = ("response.function_call_arguments.delta", "response.mcp_call_arguments.delta")
+    _ARG_DONES = ("response.function_call_arguments.done", "response.mcp_call_arguments.done")
+
+    def openai_responses(self, data: dict[str, Any]) -> None:
+        kind = data.get("type") if isinstance(data.get("type"), str) else ""
+        for field in list(data):
+            value = data[field]
+            if field in self._KEEP or value is None or (kind == "error" and field in ("error", "code", "message", "param")):
+                continue
+            if field == "delta" and kind in self._ARG_DELTAS:
+                data[field] = self.args(value, "arguments delta")
+            elif field == "delta" and kind == "response.custom_tool_call_input.delta":
+                data[field] = self.free(value, "custom tool input delta")
+            elif field == "arguments" and kind in self._ARG_DONES:
+                data[field] = self.args(value, "arguments done", repeat=True)
+            elif field == "input" and kind == "response.custom_tool_call_input.done":
+                data[field] = self.free(value, "custom tool input done")
+            elif field in ("item", "part") and isinstance(value, dict):
+                data[field] = self._item(value, repeat=kind != "response.output_item.added")
+            elif field == "response" and isinstance(value, dict):
+                self._response(value)
+            elif field == "logprobs":
+                data[field] = None  # tokens (and their bytes) of the text
+            else:
+                data[field] = _text(value)
+
+    def _response(self, response: dict[str, Any]) -> None:
+        if response.get("instructions") is not None:
+            response["instructions"] = _text(response["instructions"])
+        response.pop("input", None)  # the request's messages are not kept
+        output = response.get("output")
+        if isinstance(output, list):
+            response["output"] = [self._item(i, repeat=True) if isinstance(i, dict) else mask_value(i) for i in output]
+        elif output is not None:
+            response["output"] = mask_value(output)
+
+    def _item(self, item: dict[str, Any], *, repeat: bool) -> dict[str, Any]:
+        """An output item; ``repeat``: an item the adapter compares or ignores (``.done``, a
+        whole response) rather than one that starts a call."""
+        out = dict(item)
+        kind = out.get("type")
+        for field in out:
+            value = out[field]
+            if field in ("type", "id", "call_id", "name", "status", "role", "server_label", "execution") or value is None:
+                continue
+            if field == "arguments" and kind in ("function_call", "mcp_call"):
+                out[field] = self.args(value, "item arguments", whole=True, repeat=repeat)
+            elif field == "input" and kind == "custom_tool_call":
+                out[field] = self.free(value, "item input")
+            elif kind in _ACTION_ITEMS and field == KINDS[kind].field:  # an action or operation: its JSON text
+                out[field] = self.args(value, f"item {field}", whole=True, repeat=repeat)
+            elif kind == "computer_call" and field == "actions" and out.get("action") is None:
+                wrapped = self.args({"actions": value}, "item actions", whole=True, repeat=repeat)
+                out[field] = wrapped.get("actions") if isinstance(wrapped, dict) else mask_value(value)
+            elif field == "environment" and isinstance(value, dict):  # its type says who runs a shell call
+                out[field] = {k: v if k == "type" else _text(v) for k, v in value.items()}
+            elif field in ("arguments", "input"):
+                out[field] = self.unread(value, f"item {field}")
+            else:
+                out[field] = _text(value)
+        return out
+
+    # ------------------------------------------------------------------ Gemini
+
+    def gemini(self, data: dict[str, Any]) -> None:
+        for position, candidate in enumerate(self.objects(data, "candidates")):
+            index = candidate.get("index", position)
+            index = index if isinstance(index, int) and not isinstance(index, bool) else position
+            for field in list(candidate):
+                if field not in ("content", "index", "finishReason", "safetyRatings", "tokenCount", "avgLogprobs"):
+                    candidate[field] = _text(candidate[field])  # finishMessage, grounding, citations
+            content = candidate.get("content")
+            if not isinstance(content, dict):
+                if content is not None:
+                    candidate["content"] = self.unread(content, "content")
+                continue
+            for part in self.objects(content, "parts"):
+                for field in list(part):
+                    if field == "functionCall" and isinstance(part[field], dict):
+                        self._function_call(index, part[field])
+                    elif field == "functionCall":
+                        part[field] = self.unread(part[field], "functionCall")
+                    elif field != "thought":
+                        part[field] = _text(part[field])
+
+    def _function_call(self, candidate: int, call: dict[str, Any]) -> None:
+        if self.ledger.ended_before_event and any(not _empty(call.get(k)) for k in ("args", "partialArgs")):
+            self.ledger.ignored(f"{self._where} (functionCall)", "argument text after the stream's end")
+        every = self.plan is None or self.plan.any_failed  # which call's text it is is not told here
+        self.pieces.call(candidate, call.get("name"))
+        for field in list(call):
+            value = call[field]
+            if field == "args":
+                keep = self.plan.published_for(call.get("name")) if self.plan is not None else frozenset()
+                call[field] = mask_scalars_value(value) if every else mask_arguments(value, keep=keep)
+            elif field == "partialArgs" and isinstance(value, list):
+                for i, entry in enumerate(value):
+                    if not isinstance(entry, dict):
+                        value[i] = mask_arguments(entry)
+                        continue
+                    path = entry.get("jsonPath")  # as written (it may be masked below)
+                    for name in entry:
+                        if name == "jsonPath" and every:
+                            entry[name] = self._masked_path(entry[name])
+                        elif name == "numberValue" and every and isinstance(entry[name], (int, float)) and not isinstance(entry[name], bool):
+                            entry[name] = mask_scalars_value(entry[name])
+                        elif name == "stringValue" and isinstance(entry[name], str) and self._kept_piece(candidate, path, entry[name], every):
+                            pass  # a piece of a string the call's tool publishes
+                        elif name not in ("jsonPath", "numberValue", "boolValue", "nullValue", "willContinue"):
+                            entry[name] = escaped_placeholder(entry[name]) if isinstance(entry[name], str) else mask_arguments(entry[name])
+            elif field not in ("name", "id", "willContinue"):
+                call[field] = mask_arguments(value)
+
+    def _kept_piece(self, candidate: int, path: Any, text: str, every: bool) -> bool:
+        """Whether ``text``, a ``stringValue`` at ``path``, is a piece of a string its committed
+        call's tool publishes (every piece is followed, so strings number alike on each reading)."""
+        try:
+            segments = parse_json_path(path)
+        except PartialArgsError:
+            return False
+        number = self.pieces.piece(candidate, segments, text)
+        return not every and self.plan is not None and number in self.plan.kept_pieces
+
+    def _masked_path(self, path: Any) -> Any:
+        """A ``partialArgs`` jsonPath with every member name (an argument key) masked: the
+        same name, the same placeholder of its length; indexes kept. A path the adapter
+        cannot read is masked whole (it fails the same way: no ``$`` start)."""
+        try:
+            segments = parse_json_path(path)
+        except PartialArgsError:
+            return _text(path)
+        out = ["$"]
+        for segment in segments:
+            if isinstance(segment, int):
+                out.append(f"[{segment}]")
+            else:
+                size = len(segment.encode("utf-8", "surrogatepass"))
+                out.append("." + self._path_keys.name(segment, size) if size else "['']")
+        return "".join(out)
+
+    # ------------------------------------------------------------------ Cohere
+
+    def cohere(self, data: dict[str, Any]) -> None:
+        delta = data.get("delta")
+        message = delta.get("message") if isinstance(delta, dict) else None
+        if not isinstance(message, dict):
+            if message is not None:
+                delta["message"] = self.unread(message, "message")  # type: ignore[index]
+            return
+        for field in list(message):
+            if field == "tool_calls":
+                self._cohere_calls(message)
+            elif field == "content" and isinstance(message[field], dict):
+                content = message[field]
+                for name in content:
+                    if name != "type":
+                        content[name] = _text(content[name])
+            elif field != "role":
+                message[field] = _text(message[field])  # tool_plan, citations
+
+    def _cohere_calls(self, message: dict[str, Any]) -> None:
+        calls = message["tool_calls"]
+        read = isinstance(calls, dict) or (isinstance(calls, list) and len(calls) == 1)  # what the adapter reads
+        for call in calls if isinstance(calls, list) else [calls]:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(fn, dict):
+                continue
+            for name in fn:
+                if name == "arguments":
+                    fn[name] = self.args(fn[name], "tool_calls arguments") if read else self.unread(fn[name], "tool_calls arguments")
+                elif name != "name":
+                    fn[name] = _text(fn[name])
+        if isinstance(calls, list):
+            message["tool_calls"] = [c if isinstance(c, dict) else mask_value(c) for c in calls]
+        elif not isinstance(calls, dict) and calls is not None:
+            message["tool_calls"] = self.unread(calls, "tool_calls")
+
+
+__all__ = ["DialectMasker"]

@@ -1,0 +1,213 @@
+"""Where argument text is in a provider event, and how each place is masked.
+
+:class:`PlaceMasker` is the base of :class:`~.masker.DialectMasker`: it matches each place
+of argument text a dialect method meets to the adapter's op for it (by its text, in the
+adapter's order), so a fragment is masked with its own call's scanner, and records the
+place's use in a :class:`~.redactor.Ledger`:
+
+* :meth:`PlaceMasker.args` — a place the adapter reads as argument text: a fragment, a
+  whole text, or a text repeated for comparison (a Responses ``.done``); a string or a
+  JSON value;
+* :meth:`PlaceMasker.free` — a custom tool's free-text input, which the adapter escapes
+  into ``{"input":"..."}``;
+* :meth:`PlaceMasker.unread` — argument text where no adapter reads it: masked whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from toollatch.core import jsontext
+from toollatch.wire.capture import DONE, ProviderEvent
+from toollatch.dialects.openai_responses import _WRAP_CLOSE, _WRAP_OPEN  # around a custom tool's free-text input
+from toollatch.core.model import Op
+from toollatch.redaction.redactor import (
+    ArgOp,
+    Ledger,
+    Scanners,
+    escaped,
+    escaped_placeholder,
+    mask_all,
+    mask_arguments,
+    mask_json_text,
+    mask_value,
+    placeholder,
+)
+from toollatch.redaction.scalarmask import MaskPlan, as_value_like, mask_scalars_value
+from toollatch.wire.untrusted import parse_json
+
+Json = Any
+
+#: A fallback number is written with at most this many digits (Python's int/str limit).
+_MAX_DIGITS = 4000
+
+
+def mask_text(value: Any) -> Any:
+    """A text field masked: a string as its placeholder, any other value with its strings masked."""
+    return placeholder(value) if isinstance(value, str) else mask_value(value)
+
+
+#: What a provider error object keeps in a reproducer: words from the provider's fixed list.
+_ERROR_KEEP = frozenset({"type", "code", "status"})
+
+
+def _mask_error(error: Any) -> Any:
+    if isinstance(error, dict):
+        return {k: v if k in _ERROR_KEEP and not isinstance(v, (dict, list)) else mask_text(v) for k, v in error.items()}
+    return mask_text(error)
+
+
+def mask_provider_errors(data: dict[str, Any]) -> None:
+    """Mask, in place, the free text of a provider error in an event of any dialect (an
+    ``error`` object's ``message``, a Responses ``response.error``, a Bedrock
+    ``...Exception`` body, a Cohere error ``message`` or ``message-end`` ``delta.error``):
+    untrusted text that can quote the arguments. Its type, code and status stay, so the
+    replay fails the stream the same way."""
+    if data.get("error") is not None:
+        data["error"] = _mask_error(data["error"])
+    if isinstance(data.get("message"), str):  # an error event's top-level message (Responses, Cohere)
+        data["message"] = mask_text(data["message"])
+    response = data.get("response")
+    if isinstance(response, dict) and response.get("error") is not None:
+        response["error"] = _mask_error(response["error"])
+    delta = data.get("delta")
+    if isinstance(delta, dict) and delta.get("error") is not None:
+        delta["error"] = _mask_error(delta["error"])
+    for kind, body in data.items():
+        if isinstance(kind, str) and kind.endswith("Exception") and body is not None:
+            data[kind] = _mask_error(body)
+
+
+def is_empty(value: Any) -> bool:
+    """No argument text at all: None, ``""`` or ``{}``."""
+    return value is None or value == "" or value == {}
+
+
+class PlaceMasker:
+    """Masks places of argument text and records their use in :attr:`ledger`; a dialect's
+    methods (:class:`~.masker.DialectMasker`) say where the places are."""
+
+    def __init__(self, plan: MaskPlan | None = None, *, record: bool = False) -> None:
+        #: what to mask of each call (calls that did not commit: every scalar); None: string values only
+        self.plan = plan
+        self.ledger = Ledger(record=record)
+        self.scanners = Scanners()
+        self._ops: list[ArgOp] = []
+        self._next = 0
+        self._where = ""
+        self._method: Callable[[dict[str, Any]], None] = lambda data: None
+
+    def mask(self, event: ProviderEvent, ops: list[Op]) -> Json:
+        """A masked copy of ``event.data``; ``ops``: what the adapter made of the event.
+
+        Raises what :mod:`.pipeline` calls ``ADAPTER_FAULTS`` for a shape the dialect never
+        has; the caller then masks the event whole.
+        """
+        self._ops, self._next = self.ledger.apply(ops), 0
+        self._where = f"line {event.line}"
+        if event.data is None or event.data == DONE:
+            return event.data
+        if not isinstance(event.data, dict):  # no dialect's event: nothing of it is kept
+            self.ledger.ignored(self._where, "a shape the dialect never has")
+            return mask_value(event.data)
+        data = jsontext.rebuild(event.data)  # a private copy to rewrite
+        self._method(data)
+        mask_provider_errors(data)
+        return data
+
+    # ------------------------------------------------------------------ places
+
+    def _take(self, kinds: tuple[str, ...], matches: Callable[[str], bool]) -> ArgOp | None:
+        """The next argument op (in the adapter's order) of one of ``kinds`` whose text matches."""
+        for i in range(self._next, len(self._ops)):
+            op = self._ops[i]
+            if op.kind in kinds and matches(op.text):
+                self._next = i + 1
+                return op
+        return None
+
+    def args(self, value: Any, what: str, *, whole: bool = False, repeat: bool = False) -> Any:
+        """A place the adapter reads as argument text: a fragment, or with ``whole`` a text
+        that arrives complete. ``repeat``: the dialect may repeat text a call already has
+        there (a Responses ``.done``): compared, never appended."""
+        if value is None or value == "":
+            return value
+        text = value if isinstance(value, str) else jsontext.dumps(value)
+        where = f"{self._where} ({what})"
+        op = self._take(("whole", "fragment", "final") if whole or repeat else ("fragment",), lambda t: t == text)
+        plan = self.plan
+        if op is not None:
+            self.ledger.taken(op, text, where)
+            if op.kind == "fragment":
+                masked = (plan.fragment(op.call, text) if plan else None) or self.scanners.mask(op.call, text)
+                return masked if isinstance(value, str) else _value_like(value, masked)
+            if plan is not None and not op.ignored and (whole_text := plan.whole(op.call)) is not None:
+                return as_value_like(value, whole_text)
+        elif value == {} or value == []:
+            return value  # no text: nothing to mask or to account for
+        elif whole or repeat:
+            self.ledger.duplicate(text, where)
+        else:  # a fragment no op carried
+            return self.unread(value, what)
+        if plan is not None and (again := plan.repeated(text)) is not None:  # no committed call's text
+            return as_value_like(value, again)
+        return mask_json_text(value) if isinstance(value, str) else mask_arguments(value)
+
+    def free(self, value: Any, what: str) -> Any:
+        """A custom tool's free-text input, which the adapter JSON-escapes into
+        ``{"input":"..."}``: masked to the byte length of its escaped form."""
+        if is_empty(value):
+            return value
+        text = value if isinstance(value, str) else jsontext.dumps(value)
+        inner = escaped(text)
+        forms = (inner, _WRAP_OPEN + inner, _WRAP_OPEN + inner + _WRAP_CLOSE)
+        where = f"{self._where} ({what})"
+        op = self._take(("whole", "fragment", "final"), lambda t: t in forms)
+        if op is not None:
+            self.ledger.taken(op, text, where)
+        else:
+            self.ledger.duplicate(text, where)
+        return escaped_placeholder(value) if isinstance(value, str) else mask_arguments(value, times=2)
+
+    def unread(self, value: Any, what: str) -> Any:
+        """Argument text in a place no adapter reads: masked whole, and recorded."""
+        if is_empty(value):
+            return value
+        self.ledger.ignored(f"{self._where} ({what})")
+        return mask_all(value) if isinstance(value, str) else mask_scalars_value(value)
+
+    def objects(self, obj: dict[str, Any], key: str) -> list[dict[str, Any]]:
+        """The objects of the array ``obj[key]`` (choices, tool calls, candidates, parts). A
+        member or an entry of another type is a shape the dialect never has: it is masked
+        whole (nothing of it kept) and recorded."""
+        value = obj.get(key)
+        if not isinstance(value, list):
+            if value is not None:
+                obj[key] = mask_value(value)
+                self.ledger.ignored(f"{self._where} ({key})", "a shape the dialect never has")
+            return []
+        for i, entry in enumerate(value):
+            if not isinstance(entry, dict):
+                value[i] = mask_value(entry)
+                self.ledger.ignored(f"{self._where} ({key})", "a shape the dialect never has")
+        return [entry for entry in value if isinstance(entry, dict)]
+
+
+def _value_like(value: Any, masked: str) -> Any:
+    """The masked JSON value for argument text given as ``value`` whose text the call's
+    scanner masked to ``masked``: :func:`mask_arguments` when that gives the same text (the
+    value starts or continues the call's JSON at a value position), else a value written
+    exactly as ``masked`` if it is one, else a number of the same length (the value
+    continues a string, or the text is not JSON there): nothing of the original kept."""
+    candidate = mask_arguments(value)
+    if jsontext.dumps(candidate) == masked:
+        return candidate
+    parsed, problem = parse_json(masked.encode("utf-8", "surrogatepass"))
+    if problem is None and jsontext.dumps(parsed) == masked:
+        return parsed
+    size = len(masked.encode("utf-8", "surrogatepass"))
+    return int("1" * size) if size <= _MAX_DIGITS else "x" * max(0, size - 2)
+
+
+__all__ = ["PlaceMasker", "is_empty", "mask_text"]

@@ -1,0 +1,1 @@
+"""The wire: response bytes and recorded files → provider events."""

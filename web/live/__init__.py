@@ -1,0 +1,1 @@
+"""Live streams: the recording proxy, the mock and direct connect, assembled as their bytes arrive."""

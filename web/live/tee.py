@@ -1,0 +1,183 @@
+"""The recording proxy's tee: forwarded chunks assembled into their live sessions off the
+forwarding path, in small steps.
+
+:class:`Tee` holds the bytes of one proxied stream that were forwarded to the client and
+not yet assembled; the pump appends each chunk after sending it and queues the tee on the
+app's one :class:`TeeWorker`. The worker wakes at most every :data:`TEE_INTERVAL`, then
+feeds each queued tee to its :class:`~toollatch.web.live.session.LiveSession`, at most
+:data:`TEE_STEP_BYTES` at a time (a tee with more left is queued again, behind the
+others), yielding to the event loop after each step: a chunk waiting to be forwarded
+waits behind one small step at most, never behind a stream's whole backlog (a stream
+that fell behind, or an upstream read holding many events at once). What a tee still
+holds when its stream ends is fed the same way (:meth:`Tee.drain`) before the end is applied.
+
+The session is fed the body's content: should the upstream have encoded it (a
+``Content-Encoding`` though the proxy asked for ``identity``), the tee decodes it
+(:mod:`toollatch.web.live.content_coding`); the client is sent the encoded bytes, as the upstream sent them.
+A coding that cannot be undone ends the session (ERROR, naming the coding); the forwarding
+goes on regardless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections import deque
+from collections.abc import Callable
+
+from toollatch.web.live.content_coding import CodingError, Decoder, decoder
+from toollatch.web.live.session import LiveSession
+from toollatch.web.live.store import LiveSessionStore
+
+#: Seconds the tee worker gathers forwarded chunks before assembling them (renders are at most 20/s anyway).
+TEE_INTERVAL = 0.02
+#: Most bytes of one stream the tee worker assembles before it yields to the event loop:
+#: a few provider events, well under a millisecond of work.
+TEE_STEP_BYTES = 2048
+
+
+class Tee:
+    """The forwarded, not yet assembled bytes of one stream, fed to ``session`` in order;
+    ``content_encoding``: the upstream's ``Content-Encoding`` header, undone for the session."""
+
+    def __init__(self, session: LiveSession, store: LiveSessionStore, content_encoding: str | None = None) -> None:
+        self.session = session
+        self.store = store
+        self._chunks: deque[bytes | memoryview] = deque()
+        self._size = 0  # bytes held
+        self._decoder: Decoder | None = None
+        self.broken = False  # the body's coding could not be undone: nothing more is fed
+        session.live_source.timed_elsewhere = True  # arrivals are timed here, as forwarded
+        try:
+            self._decoder = decoder(content_encoding)
+        except CodingError as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: CodingError) -> None:
+        """End the session: its body cannot be decoded (the client still gets every byte)."""
+        self.broken = True
+        self._chunks.clear()
+        self._size = 0
+        self.session.failed(f"The upstream's answer cannot be decoded ({exc}): it reached the client as sent, but is not assembled.")
+        self.store.flush(self.session)
+
+    def _content(self, data: bytes) -> bytes:
+        """The content of ``data`` (the forwarded bytes themselves unless encoded)."""
+        return data if self._decoder is None else self._decoder.decode(data)
+
+    @property
+    def size(self) -> int:
+        """Bytes forwarded and not yet assembled."""
+        return self._size
+
+    def append(self, chunk: bytes) -> None:
+        """Hold a chunk the client was sent."""
+        if chunk and not self.broken:
+            self._chunks.append(chunk)
+            self._size += len(chunk)
+            if self._decoder is None:  # the bytes the session keeps are these: timed on arrival
+                self.session.live_source.arrived(len(chunk))
+
+    def feed(self, limit: int | None = None) -> bool:
+        """Feed the held bytes to the session, in order: all of them, or the first ``limit``
+        bytes (a chunk may be split there: the session decodes any split alike), then ask
+        for a render. Returns True when bytes are left for another call."""
+        if not self._chunks:
+            return False
+        if limit is None or self._size <= limit:
+            step = list(self._chunks)
+            self._chunks.clear()
+        else:
+            step, size = [], 0
+            while size < limit:
+                chunk = self._chunks.popleft()
+                room = limit - size
+                if len(chunk) > room:  # split without copying the rest
+                    view = memoryview(chunk)
+                    chunk = view[:room]
+                    self._chunks.appendleft(view[room:])
+                step.append(chunk)
+                size += len(chunk)
+        data = step[0] if len(step) == 1 and isinstance(step[0], bytes) else b"".join(step)
+        self._size -= len(data)
+        return self._pass_on(lambda: self._content(data)) and bool(self._chunks)
+
+    def close(self, complete: bool) -> None:
+        """The body ended (call after the last :meth:`drain`): feed what the decoder still
+        holds. ``complete``: the upstream ended it normally, so a body cut short inside its
+        coding ends the session (ERROR) instead of a truncated stream."""
+        if self._decoder is not None and not self.broken:
+            self._pass_on(lambda: self._decoder.flush(complete))  # type: ignore[union-attr]
+
+    def _pass_on(self, content: Callable[[], bytes]) -> bool:
+        """Feed the session the ``content()`` of forwarded bytes, then ask for a render.
+        False when the coding could not be undone (the session ended: :meth:`_fail`)."""
+        try:
+            data = content()
+        except CodingError as exc:
+            self._fail(exc)
+            return False
+        if data:
+            if self._decoder is not None:  # decoded content: timed as it is decoded
+                self.session.live_source.arrived(len(data))
+            self.session.feed_bytes(data)
+            self.store.flush(self.session)
+        return True
+
+    async def drain(self, step: int = TEE_STEP_BYTES) -> None:
+        """Feed everything held, ``step`` bytes at a time, yielding to the event loop after
+        each step but the last: what is left when a stream ends (often all of it, for an
+        upstream faster than the worker's rounds) never holds the other streams up. Cancelled
+        while it yields: the rest is fed at once, then the cancellation goes on, so every byte
+        held is assembled whatever happens."""
+        try:
+            while self.feed(step):
+                await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            self.feed()
+            raise
+
+
+class TeeWorker:
+    """Assembles the tees of every proxied stream (one task for the app), off the forwarding path."""
+
+    def __init__(self, step: int = TEE_STEP_BYTES) -> None:
+        self.step = step
+        self._queue: dict[Tee, None] = {}  # an ordered set
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def queue(self, tee: Tee) -> None:
+        """Assemble ``tee`` in the next round (at most :data:`TEE_INTERVAL` from now)."""
+        if tee in self._queue:
+            return
+        self._queue[tee] = None
+        if self._task is None or self._task.done():
+            self._wake = asyncio.Event()
+            # A context of its own: nothing of the request that happens to start it (its
+            # forwarded credentials, toollatch.web.live.credentials.FORWARDED) is carried into the others'.
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="proxy-tee", context=contextvars.Context())
+        assert self._wake is not None
+        self._wake.set()
+
+    def discard(self, tee: Tee) -> None:
+        """Forget ``tee`` (its stream ended: the rest is fed by the stream itself)."""
+        self._queue.pop(tee, None)
+
+    async def _run(self) -> None:
+        assert self._wake is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await asyncio.sleep(TEE_INTERVAL)  # gather a batch
+            while self._queue:
+                tee = next(iter(self._queue))
+                del self._queue[tee]
+                if tee.feed(self.step):
+                    self._queue[tee] = None  # the rest in a later step, after the others
+                await asyncio.sleep(0)  # forwarding goes first
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)

@@ -1,0 +1,1 @@
+"""Pages: the HTML routes and their JSON twins, and the cards and diagrams a session renders."""

@@ -1,0 +1,1 @@
+"""Replay: sessions paced through the assembler, their controls, and updates fanned out to viewers."""

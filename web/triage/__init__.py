@@ -1,0 +1,1 @@
+"""Triage: bug-report captures in, stored sources, diagnoses of failed calls, exports, comparisons."""
