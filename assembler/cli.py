@@ -341,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     asm.add_argument("--tools", help="JSON file with the request's tools array, OpenAI or Anthropic shape (default: none; names and schemas are not checked, a HAR entry uses its request's tools)")
     asm.add_argument("--config", help=_CONFIG_HELP)
     asm.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
-    asm.add_argument("--reveal", action="store_true", help="allow reasons to quote argument text (default: never)")
+    asm.add_argument("--reveal", action="store_true", help="allow reasons to quote argument text and add a provider's error message (default: never; the dashboard's Reveal text shows a failed call's text)")
     asm.add_argument(
         "--history",
         action="store_true",
