@@ -389,3 +389,9 @@ def test_a_served_dashboard_runs_full_collections_between_live_streams(tmp_path:
         gc.unfreeze()
         gc.set_threshold(*thresholds)
     assert create_app(Settings(data_dir=tmp_path)).state.store.on_idle is None
+
+
+def test_get_sessions_leads_to_the_session_list() -> None:
+    with make_client() as client:
+        response = client.get("/sessions", follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == "/#sessions"

@@ -70,6 +70,11 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
     async def index(request: Request) -> HTMLResponse:
         return index_page(query=request.query_params)
 
+    @router.get("/sessions")
+    async def session_list() -> RedirectResponse:
+        """The session list is a section of the index (a person who types /sessions means it)."""
+        return RedirectResponse("/#sessions", status_code=303)
+
     @router.post("/sessions")
     async def start(request: Request) -> Response:
         async with request.form(max_files=0, max_fields=_MAX_FORM_FIELDS) as form:
