@@ -17,6 +17,13 @@ from toollatch.core.config import ConfigError
 
 from .test_live_server import free_port
 
+
+@pytest.fixture(autouse=True)
+def _default_ports_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests never listen: the default port being taken on this machine is not theirs to judge."""
+    monkeypatch.setattr("toollatch.web.banner.port_problem", lambda host, port: None)
+
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -16,6 +16,13 @@ from toollatch.web.live.mock import MockProvider, MockTransport
 
 from .test_timing import CALL, _chunks
 
+
+@pytest.fixture(autouse=True)
+def _default_ports_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests never listen: the default port being taken on this machine is not theirs to judge."""
+    monkeypatch.setattr("toollatch.web.banner.port_problem", lambda host, port: None)
+
+
 TIMES = [0.0, 0.1, 0.5, 0.6]
 
 
