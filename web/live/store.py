@@ -45,7 +45,8 @@ from toollatch.web.live.as_received import (  # TEXT_LEFT_ASIDE, download_as_rec
 from toollatch.web.live.credentials import scrub_bytes, scrub_value
 from toollatch.web.live.echo import echoed_in_stream
 from toollatch.web.replay.fanout import Broadcaster
-from toollatch.web.live.session import LiveSession, LiveSource, usable_registry
+from toollatch.web.live.session import LiveSession
+from toollatch.web.live.source import LiveSource, usable_registry
 from toollatch.web.pages.render import Renderer
 from toollatch.web.replay.runner import SessionStore
 from toollatch.web.replay.session import Session, Status
