@@ -36,7 +36,7 @@ from toollatch.wire.retell import retell_body
 
 from toollatch.web.live.credentials import describe_error, scrub_value  # describe_error: re-exported
 from toollatch.web.live.incremental import IncrementalCapture
-from toollatch.web.live.source import (  # re-exported: callers import them from here too
+from toollatch.web.live.source import (  # noqa: F401  (re-exported: callers import them from here too)
     ENDPOINT_DIALECTS,
     LiveSource,
     endpoint_dialect,
