@@ -9,7 +9,8 @@ The completion latch (DESIGN.md): a call commits only when the stream ended norm
 (:class:`~toollatch.core.model.StreamEnd`), ``call_id`` and ``name`` are present, the name is
 registered (when a registry is given), the whole text is strict JSON, an object, and
 passes the tool's schema. The stream's end and the latch's verdict on each call are in
-:mod:`toollatch.core.stream_end`.
+:mod:`toollatch.core.stream_end`; a call's start and identity (tool_call_id, name, a
+reused position) in :mod:`toollatch.core.identity`.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from toollatch.core.model import (
     StreamTruncated,
     Transition,
 )
-from toollatch.core import stream_end
+from toollatch.core import identity, stream_end
 from toollatch.core.calls import CallRecord, RunBudget, append_varint, keep_one_record_per_id, owed_results
 from toollatch.redaction.redact import AssemblyEvent, CallView, EventKind
 from toollatch.core.registry import ToolRegistry
@@ -213,84 +214,11 @@ class Assembler:
             call.diagnosis = call.cut_off("truncated")
             self._fail(call, Reason.STREAM_TRUNCATED.with_detail(op.detail), out)
 
-    def _start(self, op: CallStart, out: list[AssemblyEvent]) -> None:
-        key = self._alias.get(op.key, op.key)
-        existing = self._calls.get(key)
-        if existing is not None:
-            if not (op.call_id and existing.call_id and op.call_id != existing.call_id):
-                self._quirk("call_start_repeated", out)
-                self._identity(CallIdentity(op.key, op.call_id, op.name, op.not_unicode), out)
-                return
-            # Another call starts where one already is: never merge the two. The older one
-            # can no longer be told apart from the newer one's fragments, so it fails.
-            self._quirk("call_started_at_a_used_key", out)
-            if not existing.machine.state.terminal:
-                self._fail(existing, Reason.STREAM_ERROR.with_detail("another call started at its position"), out)
-            n = self._reused.get(op.key, 1)
-            while op.key + (n,) in self._calls:  # a key the adapter gave another call: skip it
-                n += 1
-            self._reused[op.key] = n + 1
-            key = self._alias[op.key] = op.key + (n,)
-        call = CallRecord(key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
-        if op.not_unicode:
-            call.not_unicode = op.not_unicode
-        call.item = op.item
-        if op.whole_arguments:
-            call.bytes = len(op.whole_arguments.encode("utf-8", "surrogatepass"))
-        in_flight = self._in_flight
-        self._calls[key] = call
-        self._in_flight += 1
-        call.last_activity = self._now()
-        call.transitions.append(Transition(CallState.OPEN, call.last_activity))
-        self._emit(out, "call_opened", call)
-        if in_flight >= self.config.max_tool_calls_in_flight_assemble:
-            limit = self.config.max_tool_calls_in_flight_assemble
-            self._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)
-        elif call.bytes > self.config.max_tool_argument_bytes:
-            self._overflow(call, out)
-        elif call.call_id in self._run_ids and call.executor == "client":
-            stream_end.refuse_reused_id(self, call, out)
-
-    def _identity(self, op: CallIdentity, out: list[AssemblyEvent]) -> None:
-        call = self._calls.get(self._alias.get(op.key, op.key))
-        if call is None:
-            self._start(CallStart(op.key, op.call_id, op.name, not_unicode=op.not_unicode), out)
-            return
-        changed = False
-        if op.call_id:
-            if call.call_id is None:
-                call.call_id, changed = op.call_id, True
-                if "call_id" in op.not_unicode:
-                    call.not_unicode += ("call_id",)
-            elif op.call_id == call.call_id:
-                self._quirk("id_repeated", out)
-            elif op.final and not call.machine.state.terminal:
-                call.call_id, changed = op.call_id, True
-                call.not_unicode = tuple(f for f in call.not_unicode if f != "call_id") + (("call_id",) if "call_id" in op.not_unicode else ())
-                self._quirk("call_id_replaced", out)
-            else:
-                self._quirk("id_conflict", out)
-        if op.name:
-            if call.name is None:
-                call.name, changed = op.name, True
-                if "name" in op.not_unicode:
-                    call.not_unicode += ("name",)
-            elif op.name == call.name:
-                self._quirk("name_repeated", out)
-            else:
-                self._quirk("name_conflict", out)
-                if not call.machine.state.terminal:
-                    self._fail(call, Reason.NAME_CONFLICT.with_detail(_renamed(call.name, op.name)), out)
-        if changed:
-            self._emit(out, "identity", call)
-            if call.call_id in self._run_ids and call.executor == "client" and not call.machine.state.terminal:
-                stream_end.refuse_reused_id(self, call, out)
-
     def _fragment(self, op: ArgsFragment, out: list[AssemblyEvent]) -> None:
         call = self._calls.get(self._alias.get(op.key, op.key) if self._alias else op.key)
         if call is None:
             self._quirk("fragment_before_call_start", out)
-            self._start(CallStart(op.key), out)
+            identity.start(self, CallStart(op.key), out)
             call = self._calls[op.key]
         call.last_activity = self._clock() - self._t0
         if call.fragments == 0 and call.whole_arguments:
@@ -408,8 +336,8 @@ class Assembler:
 
 #: The handler of each op type once the stream has begun and not ended (see :meth:`Assembler.apply`).
 _HANDLERS: dict[type, Callable[[Assembler, Any, list[AssemblyEvent]], None]] = {
-    CallStart: Assembler._start,
-    CallIdentity: Assembler._identity,
+    CallStart: identity.start,
+    CallIdentity: identity.identity,
     ArgsFragment: Assembler._fragment,
     ArgsFinal: Assembler._final,
     ArgsNotStrict: Assembler._not_strict,
@@ -421,9 +349,3 @@ _HANDLERS: dict[type, Callable[[Assembler, Any, list[AssemblyEvent]], None]] = {
     Cancel: stream_end.finish_cancelled,
 }
 
-
-def _renamed(first: str, later: str) -> str:
-    """The detail of a ``name_conflict``: both tool names, each cut to 64 characters."""
-    def cut(name: str) -> str:
-        return repr(name if len(name) <= 64 else name[:64] + "…")
-    return f"a later chunk named a different tool for this call ({cut(first)}, then {cut(later)})"
