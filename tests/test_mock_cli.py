@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from toollatch import cli
+from toollatch import cli, serve_config
 from toollatch.core.config import ConfigError
 
 from .test_live_server import free_port
@@ -35,7 +35,7 @@ def test_serve_sections_are_read_beside_the_assembler_settings(tmp_path: Path) -
         "api_key_env:\n  openai: OPENAI_API_KEY\n"
         "mock:\n  delay: 0.1\n  rechunk: 3\n"
     )
-    config, extra = cli._serve_config(str(path))
+    config, extra = serve_config.read_serve_config(str(path))
     assert config.max_tool_argument_bytes == 1024
     assert extra == {"upstreams": {"openai": "https://api.openai.com"}, "api_key_env": {"openai": "OPENAI_API_KEY"}, "mock": {"delay": 0.1, "rechunk": 3}}
 
@@ -55,7 +55,7 @@ def test_bad_serve_sections_are_refused_by_name(tmp_path: Path, text: str, messa
     path = tmp_path / "bad.yaml"
     path.write_text(text)
     with pytest.raises(ConfigError, match=message):
-        cli._serve_config(str(path))
+        serve_config.read_serve_config(str(path))
 
 
 def test_serve_passes_upstreams_and_keys_to_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

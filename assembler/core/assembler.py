@@ -8,7 +8,9 @@ came from.
 The completion latch (DESIGN.md): a call commits only when the stream ended normally
 (:class:`~toollatch.core.model.StreamEnd`), ``call_id`` and ``name`` are present, the name is
 registered (when a registry is given), the whole text is strict JSON, an object, and
-passes the tool's schema.
+passes the tool's schema. The stream's end and the latch's verdict on each call are in
+:mod:`toollatch.core.stream_end`; a call's start and identity (tool_call_id, name, a
+reused position) in :mod:`toollatch.core.identity`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from collections.abc import Callable
 from typing import Any
 
 from toollatch.core.config import DEFAULT_CONFIG, AssembleConfig
-from toollatch.core.finalize import Verdict, check_arguments
 from toollatch.observe.metrics import Metrics
 from toollatch.core.model import (
     ArgsFinal,
@@ -44,10 +45,10 @@ from toollatch.core.model import (
     StreamTruncated,
     Transition,
 )
-from toollatch.core.calls import CallRecord, RunBudget, append_varint, keep_one_record_per_id, owed_results, shared_ids
+from toollatch.core import identity, stream_end
+from toollatch.core.calls import CallRecord, RunBudget, append_varint, keep_one_record_per_id, owed_results
 from toollatch.redaction.redact import AssemblyEvent, CallView, EventKind
 from toollatch.core.registry import ToolRegistry
-from toollatch.core.schemacheck import CheckBudget
 from toollatch.core.state import CallInput
 
 Clock = Callable[[], float]
@@ -205,7 +206,7 @@ class Assembler:
             if call.executor == "client" and self.config.pipelined(call.name):
                 # Pipelined commit: the block stopped and its key accepts no more
                 # fragments; only tools the configuration names may skip the stream end.
-                self._latch(call, out)
+                stream_end.latch(self, call, out)
 
     def _call_truncated(self, op: CallTruncated, out: list[AssemblyEvent]) -> None:
         call = self._calls.get(self._alias.get(op.key, op.key))
@@ -213,84 +214,11 @@ class Assembler:
             call.diagnosis = call.cut_off("truncated")
             self._fail(call, Reason.STREAM_TRUNCATED.with_detail(op.detail), out)
 
-    def _start(self, op: CallStart, out: list[AssemblyEvent]) -> None:
-        key = self._alias.get(op.key, op.key)
-        existing = self._calls.get(key)
-        if existing is not None:
-            if not (op.call_id and existing.call_id and op.call_id != existing.call_id):
-                self._quirk("call_start_repeated", out)
-                self._identity(CallIdentity(op.key, op.call_id, op.name, op.not_unicode), out)
-                return
-            # Another call starts where one already is: never merge the two. The older one
-            # can no longer be told apart from the newer one's fragments, so it fails.
-            self._quirk("call_started_at_a_used_key", out)
-            if not existing.machine.state.terminal:
-                self._fail(existing, Reason.STREAM_ERROR.with_detail("another call started at its position"), out)
-            n = self._reused.get(op.key, 1)
-            while op.key + (n,) in self._calls:  # a key the adapter gave another call: skip it
-                n += 1
-            self._reused[op.key] = n + 1
-            key = self._alias[op.key] = op.key + (n,)
-        call = CallRecord(key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
-        if op.not_unicode:
-            call.not_unicode = op.not_unicode
-        call.item = op.item
-        if op.whole_arguments:
-            call.bytes = len(op.whole_arguments.encode("utf-8", "surrogatepass"))
-        in_flight = self._in_flight
-        self._calls[key] = call
-        self._in_flight += 1
-        call.last_activity = self._now()
-        call.transitions.append(Transition(CallState.OPEN, call.last_activity))
-        self._emit(out, "call_opened", call)
-        if in_flight >= self.config.max_tool_calls_in_flight_assemble:
-            limit = self.config.max_tool_calls_in_flight_assemble
-            self._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)
-        elif call.bytes > self.config.max_tool_argument_bytes:
-            self._overflow(call, out)
-        elif call.call_id in self._run_ids and call.executor == "client":
-            self._refuse_reused_id(call, out)
-
-    def _identity(self, op: CallIdentity, out: list[AssemblyEvent]) -> None:
-        call = self._calls.get(self._alias.get(op.key, op.key))
-        if call is None:
-            self._start(CallStart(op.key, op.call_id, op.name, not_unicode=op.not_unicode), out)
-            return
-        changed = False
-        if op.call_id:
-            if call.call_id is None:
-                call.call_id, changed = op.call_id, True
-                if "call_id" in op.not_unicode:
-                    call.not_unicode += ("call_id",)
-            elif op.call_id == call.call_id:
-                self._quirk("id_repeated", out)
-            elif op.final and not call.machine.state.terminal:
-                call.call_id, changed = op.call_id, True
-                call.not_unicode = tuple(f for f in call.not_unicode if f != "call_id") + (("call_id",) if "call_id" in op.not_unicode else ())
-                self._quirk("call_id_replaced", out)
-            else:
-                self._quirk("id_conflict", out)
-        if op.name:
-            if call.name is None:
-                call.name, changed = op.name, True
-                if "name" in op.not_unicode:
-                    call.not_unicode += ("name",)
-            elif op.name == call.name:
-                self._quirk("name_repeated", out)
-            else:
-                self._quirk("name_conflict", out)
-                if not call.machine.state.terminal:
-                    self._fail(call, Reason.NAME_CONFLICT.with_detail(_renamed(call.name, op.name)), out)
-        if changed:
-            self._emit(out, "identity", call)
-            if call.call_id in self._run_ids and call.executor == "client" and not call.machine.state.terminal:
-                self._refuse_reused_id(call, out)
-
     def _fragment(self, op: ArgsFragment, out: list[AssemblyEvent]) -> None:
         call = self._calls.get(self._alias.get(op.key, op.key) if self._alias else op.key)
         if call is None:
             self._quirk("fragment_before_call_start", out)
-            self._start(CallStart(op.key), out)
+            identity.start(self, CallStart(op.key), out)
             call = self._calls[op.key]
         call.last_activity = self._clock() - self._t0
         if call.fragments == 0 and call.whole_arguments:
@@ -346,110 +274,6 @@ class Assembler:
         append_varint(call.lengths, len(data))
         if self.progress_events:
             self._emit(out, "fragment", call)
-
-    def _finish_complete(self, op: StreamEnd, out: list[AssemblyEvent]) -> None:
-        self._ended_at = self._clock()
-        calls = self._ordered()
-        shared = shared_ids(calls)  # a tool_call_id carried by more than one client call
-        budget = CheckBudget()  # the schema checks of all the calls latched here, together
-        for call in calls:
-            if shared and call.call_id in shared and not call.machine.state.terminal:
-                if call.call_id in self._run_ids:
-                    self._refuse_reused_id(call, out)
-                else:  # One tool_call_id for two calls: running either could run the tool twice.
-                    self._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
-            if call.machine.state is CallState.OPEN:
-                self._move(call, CallInput.ARGS_COMPLETE, out)
-            if call.machine.state is CallState.ARGS_COMPLETE:
-                self._latch(call, out, budget)
-        self._set_end("complete", op.detail, out)
-
-    def _latch(self, call: CallRecord, out: list[AssemblyEvent], budget: CheckBudget | None = None) -> None:
-        if not call.call_id or not call.name:
-            missing = " and ".join(n for n, v in (("call_id", call.call_id), ("name", call.name)) if not v)
-            self._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(f"no {missing}"), out)
-            return
-        if call.not_unicode:
-            # Escaped when its op was built: no longer the id or name the provider sent.
-            fields = tuple(dict.fromkeys(call.not_unicode))
-            detail = f"{' and '.join(fields)} {'is' if len(fields) == 1 else 'are'} not valid Unicode (a lone surrogate, shown escaped)"
-            self._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(detail), out)
-            return
-        if call.executor == "client" and call.call_id in self._run_ids:
-            self._refuse_reused_id(call, out)
-            return
-        text = call.take_text()
-        registry = self.registry if call.executor == "client" else None
-        if call.not_strict is not None:
-            verdict = Verdict(None, Reason.INVALID_JSON.with_detail(call.not_strict))
-        else:
-            verdict = check_arguments(
-                text,
-                call.name,
-                registry=registry,
-                must_be_object=self.config.arguments_must_be_object,
-                reveal=self.reveal,
-                max_depth=self.config.max_tool_argument_depth,
-                schema_budget=budget,
-            )
-        if self.metrics is not None:
-            self.metrics.call_finalized(self.dialect, call.name, call.bytes)
-        if verdict.reason is not None:
-            call.diagnosis = verdict.diagnosis
-            if verdict.reason.startswith(Reason.INVALID_JSON.value):
-                call.diagnosis = call.invalid_json_diagnosis(text, verdict.reason)
-                if self.metrics is not None:
-                    self.metrics.call_invalid_json(self.dialect, call.name)
-                call.repaired = self.config.on_invalid_json == "drop_with_protocol_repair"
-            self._fail(call, verdict.reason, out)
-            return
-        if call.executor == "client" and not self.budget.take():
-            limit = self.budget.limit
-            self._fail(call, Reason.BUDGET_EXCEEDED.with_detail(f"more than {limit} committed calls in this run"), out)
-            return
-        call.arguments = verdict.arguments
-        self._move(call, CallInput.COMMIT, out)
-        if call.executor == "client":
-            self._committed_ids.add(call.call_id)
-            self._run_ids.add(call.call_id)  # the same set when the stream stands alone
-        if self.metrics is not None and self._ended_at is not None:
-            self.metrics.call_committed(self.dialect, call.name, self._clock() - self._ended_at)
-
-    def _refuse_reused_id(self, call: CallRecord, out: list[AssemblyEvent]) -> None:
-        """A call carrying the tool_call_id of a call already committed (a pipelined commit
-        may be running it): it never commits, owes no result of its own (the id is answered
-        by the committed call) and is dropped from the finalized message, which cannot hold
-        one id twice."""
-        call.repaired = True
-        self._fail(call, Reason.STREAM_ERROR.with_detail("call id already used by a committed call"), out)
-
-    def _truncated(self, op: StreamTruncated, out: list[AssemblyEvent]) -> None:
-        self._finish_failed("truncated", Reason.STREAM_TRUNCATED, op.detail, out)
-
-    def _error(self, op: StreamError, out: list[AssemblyEvent]) -> None:
-        # The provider's own text (untrusted, it may quote the arguments) joins the
-        # detail only when text is revealed; it is kept apart for a Reveal otherwise.
-        if op.message and self.provider_message is None:
-            self.provider_message = op.message
-        detail = f"{op.detail}: {op.message}" if self.reveal and op.message else op.detail
-        self._finish_failed("error", Reason.STREAM_ERROR, detail, out)
-
-    def _finish_failed(self, end: StreamEndKind, reason: Reason, detail: str | None, out: list[AssemblyEvent]) -> None:
-        for call in self._ordered():
-            if not call.machine.state.terminal:
-                call.diagnosis = call.cut_off(end)
-                self._fail(call, reason.with_detail(detail), out)
-        self._set_end(end, detail, out)
-
-    def _finish_cancelled(self, op: Cancel, out: list[AssemblyEvent]) -> None:
-        detail = op.detail
-        for call in self._ordered():
-            if not call.machine.state.terminal:
-                call.reason = Reason.CANCELLED.with_detail(detail)
-                call.diagnosis = call.cut_off("cancelled")  # what the buffer held: offsets and token classes only
-                call.buffer = None
-                self._move(call, CallInput.CANCEL, out)
-        self._set_end("cancelled", detail, out)
 
     # ------------------------------------------------------------------ helpers
 
@@ -512,22 +336,16 @@ class Assembler:
 
 #: The handler of each op type once the stream has begun and not ended (see :meth:`Assembler.apply`).
 _HANDLERS: dict[type, Callable[[Assembler, Any, list[AssemblyEvent]], None]] = {
-    CallStart: Assembler._start,
-    CallIdentity: Assembler._identity,
+    CallStart: identity.start,
+    CallIdentity: identity.identity,
     ArgsFragment: Assembler._fragment,
     ArgsFinal: Assembler._final,
     ArgsNotStrict: Assembler._not_strict,
     BlockStop: Assembler._block_stop,
     CallTruncated: Assembler._call_truncated,
-    StreamEnd: Assembler._finish_complete,
-    StreamTruncated: Assembler._truncated,
-    StreamError: Assembler._error,
-    Cancel: Assembler._finish_cancelled,
+    StreamEnd: stream_end.finish_complete,
+    StreamTruncated: stream_end.finish_truncated,
+    StreamError: stream_end.finish_error,
+    Cancel: stream_end.finish_cancelled,
 }
 
-
-def _renamed(first: str, later: str) -> str:
-    """The detail of a ``name_conflict``: both tool names, each cut to 64 characters."""
-    def cut(name: str) -> str:
-        return repr(name if len(name) <= 64 else name[:64] + "…")
-    return f"a later chunk named a different tool for this call ({cut(first)}, then {cut(later)})"

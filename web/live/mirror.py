@@ -36,7 +36,8 @@ from toollatch.core.model import CallKey, CallOutcome, CallState, CommittedCall,
 from toollatch.redaction.redact import AssemblyEvent, CallView
 
 from toollatch.web.bodies import read_capped
-from toollatch.web.live.session import LiveSession, LiveSource
+from toollatch.web.live.session import LiveSession
+from toollatch.web.live.source import LiveSource
 from toollatch.web.live.store import LiveSessionStore
 from toollatch.web.replay.session import Status
 

@@ -58,7 +58,8 @@ from toollatch.web.live.credentials import (  # the credential rules, re-exporte
     is_secret_header,
     secret_values,
 )
-from toollatch.web.live.session import LiveSession, LiveSource, endpoint_dialect
+from toollatch.web.live.session import LiveSession
+from toollatch.web.live.source import LiveSource, endpoint_dialect
 from toollatch.web.live.store import LiveSessionStore
 from toollatch.web.live.mock import MOCK_REFUSED, MockProvider, MockTransport
 from toollatch.web.live.proxy_headers import forward_headers, header_bytes, response_headers  # forward_headers: re-exported

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fastapi.responses import JSONResponse
 
-from toollatch.web.live.session import endpoint_dialect
+from toollatch.web.live.source import endpoint_dialect
 
 #: gRPC-style status names of Gemini's error shape, by HTTP status.
 _GEMINI_STATUS = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 413: "INVALID_ARGUMENT", 499: "CANCELLED", 502: "UNAVAILABLE"}

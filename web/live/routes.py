@@ -35,7 +35,8 @@ from toollatch.web.live import mock as mock_module
 from toollatch.web.live import proxy
 from toollatch.web.pages.api import DocumentResponse
 from toollatch.web.live.connect import ConnectError, auth_headers, build_request
-from toollatch.web.live.store import LiveRenderer, LiveSessionStore, recording_source, redacted_recording, stored_times
+from toollatch.web.live.recordings import recording_source, redacted_recording, stored_times
+from toollatch.web.live.store import LiveRenderer, LiveSessionStore
 from toollatch.web.settings import Settings
 from toollatch.web.triage.sources import SourceError
 from toollatch.web.store import Store, StoredSource

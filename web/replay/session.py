@@ -18,7 +18,6 @@ to event ``n - 1`` rebuilds the very same state.
 
 from __future__ import annotations
 
-import bisect
 import enum
 import itertools
 import logging
@@ -29,13 +28,14 @@ from typing import Any
 
 from toollatch.wire.capture import CaptureError, ProviderEvent
 from toollatch.core.config import AssembleConfig
-from toollatch.core.model import CallState, ToolResult
+from toollatch.core.model import ToolResult
 from toollatch.observe.metrics import Metrics
 from toollatch.core.pipeline import Pipeline
 from toollatch.redaction.redact import AssemblyEvent, CallView, hide_open_progress, hide_progress
 
-from toollatch.web.pages.cards import Card, Changes, EndState, Verdict, card_id
+from toollatch.web.pages.cards import Card, Changes, EndState, Verdict
 from toollatch.web.mask_values import hide_stream_documents, mask_by_default
+from toollatch.web.replay.fold import fold_event
 from toollatch.web.replay.owed import OwedResults
 from toollatch.web.settings import speed_label, speed_value
 from toollatch.web.triage.sources import LoadedSource, Slice
@@ -63,10 +63,6 @@ class Status(str, enum.Enum):
     @property
     def done(self) -> bool:
         return self in (Status.FINISHED, Status.CANCELLED, Status.ERROR)
-
-
-def _provider_order(card: Card) -> tuple[int, tuple[int, ...]]:
-    return card.stream, card.view.key
 
 
 class Session:
@@ -312,74 +308,12 @@ class Session:
         self.set_status(Status.ERROR)
 
     def _apply(self, event: AssemblyEvent) -> None:
-        """Fold one assembly event into the redacted state."""
-        if event.kind == "stream_end" and event.end is not None:
-            self.ends[event.stream] = EndState(event.end, event.detail)
-            self.pending.status = True
-            stream = self.pipeline.streams[event.stream]
-            self.pending.cards |= self._owed.recount_shared(event.stream, lambda card: stream.outcome(card.view.key))
-            self._take_owed_news()
-            if not self._owed:  # the results panel says why there are none
-                self.pending.results = True
-            detail = f" ({event.detail})" if event.detail else ""
-            self._announce(Verdict(f"Stream {event.stream} ended: {event.end}{detail}", "stream"))
-            return
-        if event.kind == "quirk":
-            return  # counted by the assembler; read back with quirk_counts()
-        if event.call is None:
-            return
-        view = self.shown(event.call)
-        cid = card_id(event.stream, view.key)
-        card = self.cards.get(cid)
-        was: CallState | None = None
-        old_id: str | None = None
-        if card is None:
-            card = self.cards[cid] = Card(event.stream, view)
-            bisect.insort(self._ordered, card, key=_provider_order)
-            self.pending.added.append(cid)
-        else:
-            if card.view == view:
-                return  # e.g. a fragment while its counts are withheld: nothing to send
-            was, old_id = card.view.state, card.view.call_id
-        card.view = view
-        self.pending.cards.add(cid)
-        if view.state is not was:
-            self.pending.transitions.add(cid)
-        if view.state is CallState.COMMITTED and card.arguments is None:
-            # The latch held: only now may the arguments be fetched and shown.
-            committed = self.pipeline.committed(event.stream, view.key)
-            if committed is not None:
-                card.arguments = self.scrubbed(committed.arguments)
-        verdict = view.state.terminal and (was is None or not was.terminal)
-        if verdict or was is None or old_id != view.call_id:
-            self._settle_result(card, created=was is None, old_id=old_id)
-        if verdict:
-            name = view.name or "unnamed call"
-            reason = f": {view.reason}" if view.reason else ""
-            head = f"{name} ({view.call_id or 'no id'}) {view.state.name}"
-            self._announce(Verdict(f"{head}{reason}", view.state.value, head, view.reason))
+        """Fold one assembly event into the redacted state (:func:`toollatch.web.replay.fold.fold_event`)."""
+        fold_event(self, event)
 
     def _announce(self, verdict: Verdict) -> None:
         self.verdicts.append(verdict)
         self.pending.verdicts.append(verdict)
-
-    def _settle_result(self, card: Card, *, created: bool, old_id: str | None) -> None:
-        """Bring the owed results and the cards' error results up to date after ``card``
-        appeared, changed its ``tool_call_id`` or got its verdict: constant work for a call
-        whose id no other call of its stream carries."""
-        outcome = None
-        if card.view.state.terminal:
-            outcome = self.pipeline.streams[card.stream].outcome(card.view.key)
-        self.pending.cards |= self._owed.update(card, created=created, old_id=old_id, outcome=outcome)
-        self._take_owed_news()
-
-    def _take_owed_news(self) -> None:
-        """Results added to the owed list are appended on screen; any other change redoes it."""
-        added, rewritten = self._owed.take_news()
-        if rewritten:
-            self.pending.results = True  # the list is redone
-        else:
-            self.pending.results_added.extend(added)
 
     @property
     def owed(self) -> OwedResults:

@@ -312,7 +312,7 @@ def load_stored(stored: StoredSource, config: AssembleConfig) -> LoadedSource:
     """A stored source (with its body) as a replayable source; :class:`SourceError` if unreadable."""
     assert stored.body is not None
     if stored.kind == "recording":
-        from toollatch.web.live.store import (
+        from toollatch.web.live.recordings import (
             recording_source,  # the live layer knows how its recordings replay
         )
 

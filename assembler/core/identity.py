@@ -1,0 +1,110 @@
+"""Where a call starts and what it is called: its position, tool_call_id and name.
+
+:class:`~toollatch.core.assembler.Assembler` hands :class:`~toollatch.core.model.CallStart`
+and :class:`~toollatch.core.model.CallIdentity` ops here, with the list the assembly events
+go to. A call's key may be reused by a different call (another tool_call_id at the same
+position): the two are never merged, the older call fails and the newer one gets a fresh
+key. A tool_call_id already committed in the run is refused at once; a name that changes
+mid-call fails the call ``name_conflict``. Ids and names that were not valid Unicode are
+remembered for the latch (:mod:`toollatch.core.stream_end`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from toollatch.core import stream_end
+from toollatch.core.calls import CallRecord
+from toollatch.core.model import CallIdentity, CallStart, CallState, Reason, Transition
+from toollatch.redaction.redact import AssemblyEvent
+
+if TYPE_CHECKING:
+    from toollatch.core.assembler import Assembler
+
+
+def start(asm: Assembler, op: CallStart, out: list[AssemblyEvent]) -> None:
+    """A call starts at ``op.key``: a new record, OPEN. A start where a call already is
+    counts a quirk and updates its identity, unless it carries a different tool_call_id:
+    then the older call fails and the new one gets a fresh key (the two are never merged)."""
+    key = asm._alias.get(op.key, op.key)
+    existing = asm._calls.get(key)
+    if existing is not None:
+        if not (op.call_id and existing.call_id and op.call_id != existing.call_id):
+            asm._quirk("call_start_repeated", out)
+            identity(asm, CallIdentity(op.key, op.call_id, op.name, op.not_unicode), out)
+            return
+        # Another call starts where one already is: never merge the two. The older one
+        # can no longer be told apart from the newer one's fragments, so it fails.
+        asm._quirk("call_started_at_a_used_key", out)
+        if not existing.machine.state.terminal:
+            asm._fail(existing, Reason.STREAM_ERROR.with_detail("another call started at its position"), out)
+        n = asm._reused.get(op.key, 1)
+        while op.key + (n,) in asm._calls:  # a key the adapter gave another call: skip it
+            n += 1
+        asm._reused[op.key] = n + 1
+        key = asm._alias[op.key] = op.key + (n,)
+    call = CallRecord(key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
+    if op.not_unicode:
+        call.not_unicode = op.not_unicode
+    call.item = op.item
+    if op.whole_arguments:
+        call.bytes = len(op.whole_arguments.encode("utf-8", "surrogatepass"))
+    in_flight = asm._in_flight
+    asm._calls[key] = call
+    asm._in_flight += 1
+    call.last_activity = asm._now()
+    call.transitions.append(Transition(CallState.OPEN, call.last_activity))
+    asm._emit(out, "call_opened", call)
+    if in_flight >= asm.config.max_tool_calls_in_flight_assemble:
+        limit = asm.config.max_tool_calls_in_flight_assemble
+        asm._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)
+    elif call.bytes > asm.config.max_tool_argument_bytes:
+        asm._overflow(call, out)
+    elif call.call_id in asm._run_ids and call.executor == "client":
+        stream_end.refuse_reused_id(asm, call, out)
+
+
+def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None:
+    """The call at ``op.key`` learns its tool_call_id and/or name. A repeat counts a quirk; a
+    different name fails the call ``name_conflict``; a different id is kept only when
+    ``op.final`` says so (quirk ``call_id_replaced``), else counted as ``id_conflict``."""
+    call = asm._calls.get(asm._alias.get(op.key, op.key))
+    if call is None:
+        start(asm, CallStart(op.key, op.call_id, op.name, not_unicode=op.not_unicode), out)
+        return
+    changed = False
+    if op.call_id:
+        if call.call_id is None:
+            call.call_id, changed = op.call_id, True
+            if "call_id" in op.not_unicode:
+                call.not_unicode += ("call_id",)
+        elif op.call_id == call.call_id:
+            asm._quirk("id_repeated", out)
+        elif op.final and not call.machine.state.terminal:
+            call.call_id, changed = op.call_id, True
+            call.not_unicode = tuple(f for f in call.not_unicode if f != "call_id") + (("call_id",) if "call_id" in op.not_unicode else ())
+            asm._quirk("call_id_replaced", out)
+        else:
+            asm._quirk("id_conflict", out)
+    if op.name:
+        if call.name is None:
+            call.name, changed = op.name, True
+            if "name" in op.not_unicode:
+                call.not_unicode += ("name",)
+        elif op.name == call.name:
+            asm._quirk("name_repeated", out)
+        else:
+            asm._quirk("name_conflict", out)
+            if not call.machine.state.terminal:
+                asm._fail(call, Reason.NAME_CONFLICT.with_detail(renamed(call.name, op.name)), out)
+    if changed:
+        asm._emit(out, "identity", call)
+        if call.call_id in asm._run_ids and call.executor == "client" and not call.machine.state.terminal:
+            stream_end.refuse_reused_id(asm, call, out)
+
+
+def renamed(first: str, later: str) -> str:
+    """The detail of a ``name_conflict``: both tool names, each cut to 64 characters."""
+    def cut(name: str) -> str:
+        return repr(name if len(name) <= 64 else name[:64] + "…")
+    return f"a later chunk named a different tool for this call ({cut(first)}, then {cut(later)})"

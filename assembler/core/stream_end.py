@@ -1,0 +1,158 @@
+"""The end of a stream and the completion latch: the verdict on each call.
+
+:class:`~toollatch.core.assembler.Assembler` hands each stream-ending op here
+(:class:`~toollatch.core.model.StreamEnd`, :class:`~toollatch.core.model.StreamTruncated`,
+:class:`~toollatch.core.model.StreamError`, :class:`~toollatch.core.model.Cancel`), and
+each call that reaches the latch (at a normal stream end, or at its block stop when the
+configuration pipelines its tool). Every function takes the Assembler whose calls it
+judges, the op or call, and the list the assembly events go to.
+
+The latch (DESIGN.md): a call commits only when ``call_id`` and ``name`` are present and
+valid Unicode, its tool_call_id answers no call already committed in the run, the whole
+argument text is strict JSON, an object and passes the tool's schema (when a registry is
+given), and the run's budget of committed calls is not spent. A call that fails gets one
+reason; a stream that ends any other way fails (or cancels) every call still open.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from toollatch.core.calls import CallRecord, shared_ids
+from toollatch.core.finalize import Verdict, check_arguments
+from toollatch.core.model import (
+    CallState,
+    Cancel,
+    Reason,
+    StreamEnd,
+    StreamEndKind,
+    StreamError,
+    StreamTruncated,
+)
+from toollatch.core.schemacheck import CheckBudget
+from toollatch.core.state import CallInput
+from toollatch.redaction.redact import AssemblyEvent
+
+if TYPE_CHECKING:
+    from toollatch.core.assembler import Assembler
+
+
+def finish_complete(asm: Assembler, op: StreamEnd, out: list[AssemblyEvent]) -> None:
+    """The stream ended normally: every call not yet terminal reaches the latch, in
+    ``finalize_order``; calls sharing one tool_call_id fail first."""
+    asm._ended_at = asm._clock()
+    calls = asm._ordered()
+    shared = shared_ids(calls)  # a tool_call_id carried by more than one client call
+    budget = CheckBudget()  # the schema checks of all the calls latched here, together
+    for call in calls:
+        if shared and call.call_id in shared and not call.machine.state.terminal:
+            if call.call_id in asm._run_ids:
+                refuse_reused_id(asm, call, out)
+            else:  # One tool_call_id for two calls: running either could run the tool twice.
+                asm._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
+        if call.machine.state is CallState.OPEN:
+            asm._move(call, CallInput.ARGS_COMPLETE, out)
+        if call.machine.state is CallState.ARGS_COMPLETE:
+            latch(asm, call, out, budget)
+    asm._set_end("complete", op.detail, out)
+
+
+def latch(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], budget: CheckBudget | None = None) -> None:
+    """Judge one ARGS_COMPLETE call: commit it, or fail it with the first reason found.
+
+    ``budget`` bounds the schema checks of all the calls latched at one stream end
+    together (a fresh one per call when None)."""
+    if not call.call_id or not call.name:
+        missing = " and ".join(n for n, v in (("call_id", call.call_id), ("name", call.name)) if not v)
+        asm._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(f"no {missing}"), out)
+        return
+    if call.not_unicode:
+        # Escaped when its op was built: no longer the id or name the provider sent.
+        fields = tuple(dict.fromkeys(call.not_unicode))
+        detail = f"{' and '.join(fields)} {'is' if len(fields) == 1 else 'are'} not valid Unicode (a lone surrogate, shown escaped)"
+        asm._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(detail), out)
+        return
+    if call.executor == "client" and call.call_id in asm._run_ids:
+        refuse_reused_id(asm, call, out)
+        return
+    text = call.take_text()
+    registry = asm.registry if call.executor == "client" else None
+    if call.not_strict is not None:
+        verdict = Verdict(None, Reason.INVALID_JSON.with_detail(call.not_strict))
+    else:
+        verdict = check_arguments(
+            text,
+            call.name,
+            registry=registry,
+            must_be_object=asm.config.arguments_must_be_object,
+            reveal=asm.reveal,
+            max_depth=asm.config.max_tool_argument_depth,
+            schema_budget=budget,
+        )
+    if asm.metrics is not None:
+        asm.metrics.call_finalized(asm.dialect, call.name, call.bytes)
+    if verdict.reason is not None:
+        call.diagnosis = verdict.diagnosis
+        if verdict.reason.startswith(Reason.INVALID_JSON.value):
+            call.diagnosis = call.invalid_json_diagnosis(text, verdict.reason)
+            if asm.metrics is not None:
+                asm.metrics.call_invalid_json(asm.dialect, call.name)
+            call.repaired = asm.config.on_invalid_json == "drop_with_protocol_repair"
+        asm._fail(call, verdict.reason, out)
+        return
+    if call.executor == "client" and not asm.budget.take():
+        limit = asm.budget.limit
+        asm._fail(call, Reason.BUDGET_EXCEEDED.with_detail(f"more than {limit} committed calls in this run"), out)
+        return
+    call.arguments = verdict.arguments
+    asm._move(call, CallInput.COMMIT, out)
+    if call.executor == "client":
+        asm._committed_ids.add(call.call_id)
+        asm._run_ids.add(call.call_id)  # the same set when the stream stands alone
+    if asm.metrics is not None and asm._ended_at is not None:
+        asm.metrics.call_committed(asm.dialect, call.name, asm._clock() - asm._ended_at)
+
+
+def refuse_reused_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent]) -> None:
+    """A call carrying the tool_call_id of a call already committed (a pipelined commit
+    may be running it): it never commits, owes no result of its own (the id is answered
+    by the committed call) and is dropped from the finalized message, which cannot hold
+    one id twice."""
+    call.repaired = True
+    asm._fail(call, Reason.STREAM_ERROR.with_detail("call id already used by a committed call"), out)
+
+
+def finish_truncated(asm: Assembler, op: StreamTruncated, out: list[AssemblyEvent]) -> None:
+    """The stream stopped before its normal end: every open call fails ``stream_truncated``."""
+    finish_failed(asm, "truncated", Reason.STREAM_TRUNCATED, op.detail, out)
+
+
+def finish_error(asm: Assembler, op: StreamError, out: list[AssemblyEvent]) -> None:
+    """The provider ended the stream with an error: every open call fails ``stream_error``."""
+    # The provider's own text (untrusted, it may quote the arguments) joins the
+    # detail only when text is revealed; it is kept apart for a Reveal otherwise.
+    if op.message and asm.provider_message is None:
+        asm.provider_message = op.message
+    detail = f"{op.detail}: {op.message}" if asm.reveal and op.message else op.detail
+    finish_failed(asm, "error", Reason.STREAM_ERROR, detail, out)
+
+
+def finish_failed(asm: Assembler, end: StreamEndKind, reason: Reason, detail: str | None, out: list[AssemblyEvent]) -> None:
+    """Fail every call not yet terminal with ``reason`` (and ``detail``), then end the stream as ``end``."""
+    for call in asm._ordered():
+        if not call.machine.state.terminal:
+            call.diagnosis = call.cut_off(end)
+            asm._fail(call, reason.with_detail(detail), out)
+    asm._set_end(end, detail, out)
+
+
+def finish_cancelled(asm: Assembler, op: Cancel, out: list[AssemblyEvent]) -> None:
+    """The consumer cancelled the stream: every call not yet terminal becomes CANCELLED."""
+    detail = op.detail
+    for call in asm._ordered():
+        if not call.machine.state.terminal:
+            call.reason = Reason.CANCELLED.with_detail(detail)
+            call.diagnosis = call.cut_off("cancelled")  # what the buffer held: offsets and token classes only
+            call.buffer = None
+            asm._move(call, CallInput.CANCEL, out)
+    asm._set_end("cancelled", detail, out)
