@@ -182,3 +182,32 @@ def test_responses_text_a_final_text_left_aside_is_never_downloaded_as_received(
     (result,) = session.pipeline.results()
     assert [c.state.value for c in result.calls] == ["committed"]
     assert both(session) == (False, False)
+
+
+def test_one_huge_event_is_read_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a whole call's arguments in one delta (tens of MiB through the proxy) is one step of
+    # seconds: no step runs on the event loop's thread, for the check and the reproducer
+    import threading
+
+    from toollatch.redaction import export
+
+    huge = chat({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"s": "' + "y" * 5000}}]})
+    session = finished(huge + END)  # an unterminated string: the check reads the bytes through
+    feeds: list[str] = []
+    real_feed = export.EventRedactor.feed
+
+    def feed(self: Any, event: Any) -> Any:
+        feeds.append(threading.current_thread().name)
+        return real_feed(self, event)
+
+    monkeypatch.setattr(export.EventRedactor, "feed", feed)
+    loop_thread: list[str] = []
+
+    async def main() -> tuple[bool, bytes]:
+        loop_thread.append(threading.current_thread().name)
+        answer = await check_as_received(session)
+        return answer, await redacted_in_steps(huge + END, "x.sse", "openai-chat", judged_by=session.pipeline)
+
+    answer, reproducer = asyncio.run(main())
+    assert answer is False and b"yyyyyyyy" not in reproducer
+    assert feeds and loop_thread[0] not in feeds, feeds

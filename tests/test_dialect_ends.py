@@ -236,3 +236,20 @@ def test_an_unreadable_first_data_line_ends_the_one_stream_in_error(dialect: str
     assert result.dialect == dialect and result.end == "error"
     assert (result.end_detail or "").startswith("k.sse:1 (byte 0): event data is not JSON")
     assert not any(c.state is CallState.COMMITTED for c in result.calls)
+
+
+FREE = '{"q": "hunter2-SECRET"}'
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_a_stop_reason_holding_free_text_is_not_shown(dialect: str) -> None:
+    # a stop reason is a word from the provider's fixed list; anything else (it could quote
+    # the arguments) is named as unrecognised, in the end detail of every dialect
+    result = run(dialect, DIALECTS[dialect][0](FREE))
+    assert "hunter2" not in (result.end_detail or ""), result.end_detail
+    assert not any(c.state is CallState.COMMITTED for c in result.calls) or result.end == "complete"
+
+
+def test_gemini_an_unknown_finish_reason_is_not_shown_on_a_normal_end() -> None:
+    result = run("gemini", gemini("STOP")[:1] + [{"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "x" * 300, "index": 0}]}])
+    assert "x" * 65 not in (result.end_detail or ""), result.end_detail

@@ -383,3 +383,24 @@ def test_a_gemini_call_after_an_early_finish_reason_is_a_call_not_stray_text() -
     data = sse(gemini_part({"name": "f", "args": {}}, "STOP"), gemini_part({"name": "g", "args": {"p": SECRET}}, "STOP"))
     assert stray_argument_text(read_capture(data)) == []
     assert SECRET not in redact_capture(data, "g.sse").decode()
+
+
+FREE_REASON = '{"q": "' + SECRET + '"}'
+
+
+@pytest.mark.parametrize("dialect", ["openai-chat", "anthropic", "bedrock-converse", "gemini", "cohere"])
+def test_a_stop_reason_holding_free_text_is_masked_and_replays_the_same(dialect: str) -> None:
+    from .test_dialect_ends import DIALECTS
+
+    events = DIALECTS[dialect][0](FREE_REASON)
+    if dialect == "anthropic":  # the text that stopped it is free text too
+        events[-2]["delta"]["stop_sequence"] = SECRET
+        data = sse(*[(e["type"], e) for e in events])
+    else:
+        data = jsonl(*events) if dialect == "bedrock-converse" else sse(*events)
+    name = "r.jsonl" if dialect == "bedrock-converse" else "r.sse"
+    assert SECRET.encode() in data
+    redacted = redact_capture(data, name)
+    assert SECRET[:8].encode() not in redacted, redacted
+    assert verdicts(redacted) == verdicts(data)
+    assert redact_capture(redacted, name) == redacted

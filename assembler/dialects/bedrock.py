@@ -43,7 +43,7 @@ from toollatch.core.model import (
 )
 from toollatch.dialects.anthropic import AnthropicAdapter
 from toollatch.dialects.base import check_strict, provider_error
-from toollatch.dialects.ends import end_ops
+from toollatch.dialects.ends import end_ops, shown_reason
 from toollatch.dialects.blocks import BlockKeys
 
 
@@ -84,7 +84,7 @@ class BedrockConverseAdapter:
             self._ended = True
             reason = body.get("stopReason")
             reasons = [reason] if isinstance(reason, str) and reason else []
-            return end_ops("stopReason", reasons, f"messageStop {reason}" if reasons else "messageStop")
+            return end_ops("stopReason", reasons, f"messageStop {shown_reason(reason)}" if reasons else "messageStop")
         if kind.endswith("Exception"):
             self._ended = True
             return [provider_error(body, (), prefix=kind)]

@@ -26,7 +26,7 @@ from typing import Any
 from toollatch.wire.capture import ProviderEvent
 from toollatch.core.model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamError, StreamStart, StreamTruncated
 from toollatch.dialects.base import check_strict, provider_error
-from toollatch.dialects.ends import end_ops
+from toollatch.dialects.ends import end_ops, shown_reason
 from toollatch.dialects.blocks import BlockKeys
 
 
@@ -111,9 +111,9 @@ class CohereAdapter:
         reason = delta.get("finish_reason")
         self._ended = True
         if reason == "ERROR" or delta.get("error"):
-            return [provider_error(delta.get("error"), (), prefix=f"message-end {reason}: " if reason else "message-end: ")]
+            return [provider_error(delta.get("error"), (), prefix=f"message-end {shown_reason(str(reason))}: " if reason else "message-end: ")]
         reasons = [reason] if isinstance(reason, str) and reason else []
-        return end_ops("finish_reason", reasons, f"message-end {reason}" if reasons else "message-end")
+        return end_ops("finish_reason", reasons, f"message-end {shown_reason(reason)}" if reasons else "message-end")
 
 
 def _arguments(key: CallKey, value: Any, event: ProviderEvent, ops: list[Op]) -> None:

@@ -40,6 +40,7 @@ Gemini API ``Candidate.FinishReason`` (``STOP``, ``MAX_TOKENS``, ``SAFETY``, ``R
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Literal
 
@@ -102,6 +103,18 @@ def kind_of(reason: str) -> EndKind | None:
     return None
 
 
+#: What a stop reason looks like (``tool_calls``, ``MAX_TOKENS``, ``end_turn``): a word from
+#: the provider's fixed list. Anything else in that field is free text (it could quote a
+#: call's arguments) and is never shown.
+_REASON = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+
+
+def shown_reason(reason: str) -> str:
+    """``reason`` as it may be shown: itself when it looks like a stop reason (letters,
+    digits, ``_.-``, at most 64), else ``"(unrecognised reason)"``."""
+    return reason if _REASON.fullmatch(reason) else "(unrecognised reason)"
+
+
 def end_ops(field: str, reasons: Iterable[str], normal: str | None, *, floor: EndKind = "complete") -> list[Op]:
     """The ops that end a stream whose provider gave ``reasons`` in ``field``.
 
@@ -122,7 +135,7 @@ def end_ops(field: str, reasons: Iterable[str], normal: str | None, *, floor: En
         if kind is None:
             if floor == "complete":
                 ops.append(Quirk("unknown_finish_reason"))
-            reason = reason if len(reason) <= 64 and reason.isprintable() else "(unrecognised reason)"
+        reason = shown_reason(reason)
         kind = kind if kind is not None and _RANK[kind] > _RANK[floor] else floor
         if reason not in named[kind]:
             named[kind].append(reason)
@@ -136,4 +149,4 @@ def end_ops(field: str, reasons: Iterable[str], normal: str | None, *, floor: En
     return ops
 
 
-__all__ = ["COMPLETE", "ERROR", "TRUNCATED", "EndKind", "end_ops", "kind_of"]
+__all__ = ["COMPLETE", "ERROR", "TRUNCATED", "EndKind", "end_ops", "kind_of", "shown_reason"]

@@ -64,7 +64,7 @@ from toollatch.core import jsontext
 from toollatch.wire.capture import ProviderEvent
 from toollatch.core.model import ArgsFragment, ArgsNotStrict, BlockStop, CallKey, CallStart, CallTruncated, Op, Quirk, StreamEnd, StreamError, StreamTruncated
 from toollatch.dialects.base import provider_error, strictness_fault
-from toollatch.dialects.ends import end_ops, kind_of
+from toollatch.dialects.ends import end_ops, kind_of, shown_reason
 
 _VALUE_FIELDS = ("numberValue", "boolValue", "nullValue")
 _SEGMENT = re.compile(r"""\.([^\W\d][\w-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
@@ -163,7 +163,7 @@ class GeminiAdapter:
             which = f" of candidate {unfinished[0]}" if self._finished else ""
             return [StreamTruncated(f"input ended before finishReason{which}")]
         reasons = [self._finished[c] for c in sorted(self._finished)]
-        ops = end_ops("finishReason", reasons, "finishReason " + ",".join(sorted(set(reasons))))
+        ops = end_ops("finishReason", reasons, "finishReason " + ",".join(sorted({shown_reason(r) for r in reasons})))
         if isinstance(ops[-1], StreamEnd):
             for streamed in self._open.values():  # began after its candidate's finishReason
                 ops.insert(0, CallTruncated(streamed.key, "the body ended before this call's last part"))

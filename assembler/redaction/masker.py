@@ -20,8 +20,10 @@ Each fragment is matched to the adapter's op for it (by its text, in order), so 
 masked with its own call's scanner, and its use is recorded in the :class:`~.redactor.Ledger`.
 A committed call's strings that its tool's schema publishes (``enum``, ``const``) are kept,
 as the :class:`~.scalarmask.MaskPlan` says (:mod:`.published`).
-Text fields (assistant text, reasoning, signatures, citations) become placeholders of the
-same byte length. A shape the dialect never has is masked whole.
+Text fields (assistant text, reasoning, signatures, citations, Anthropic's
+``stop_sequence``) become placeholders of the same byte length; a stop reason
+(``finish_reason``, ``stop_reason``, ``stopReason``, ``finishReason``) that is no word
+from the provider's list becomes one that still is no word. A shape the dialect never has is masked whole.
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ import binascii
 from typing import Any
 
 from toollatch.core import jsontext
+from toollatch.dialects.ends import shown_reason
 from toollatch.dialects.responses_items import KINDS
 from toollatch.redaction.places import PlaceMasker, is_empty as _empty, mask_text as _text
-from toollatch.redaction.redactor import escaped_placeholder, mask_arguments, mask_value
+from toollatch.redaction.redactor import escaped_placeholder, mask_arguments, mask_value, placeholder
 from toollatch.dialects.gemini import PartialArgsError, parse_json_path
 from toollatch.redaction.published import StringPieces
 from toollatch.redaction.scalarmask import KeyNames, MaskPlan, mask_scalars_value
@@ -45,6 +48,15 @@ _ACTION_ITEMS = frozenset(kind for kind, k in KINDS.items() if not k.streams)
 
 #: What the OpenAI Chat adapter reads of a choice (and what the masker handles itself).
 _CHOICE_READ = frozenset({"index", "delta", "message", "finish_reason", "logprobs", "content_filter_results", "content_filter_offsets"})
+
+
+def _reason(value: Any) -> Any:
+    """A stop reason as a reproducer keeps it: a word from the provider's list as is; free
+    text (it could quote a call's arguments) as a placeholder of its byte length that is
+    still no word (a leading space), so the replay names it unrecognised just the same."""
+    if not isinstance(value, str) or shown_reason(value) == value:
+        return value
+    return " " + placeholder(value)[1:]
 
 
 class DialectMasker(PlaceMasker):
@@ -80,6 +92,8 @@ class DialectMasker(PlaceMasker):
                 if isinstance(message, dict) and (message.get("tool_calls") or message.get("function_call")):
                     self.ledger.ignored(f"{self._where} (message tool_calls)")
                 choice["message"] = mask_value(message)
+            if "finish_reason" in choice:
+                choice["finish_reason"] = _reason(choice["finish_reason"])
             if choice.get("logprobs") is not None:  # tokens (and their bytes) of the text
                 choice["logprobs"] = None
             for field in list(choice):
@@ -122,6 +136,13 @@ class DialectMasker(PlaceMasker):
                     data["message"] = mask_value(message)
             elif isinstance(message.get("content"), list):
                 message["content"] = [self._block(b) for b in message["content"]]
+        elif kind == "message_delta" and isinstance(data.get("delta"), dict):
+            delta = data["delta"]
+            for field in list(delta):
+                if field == "stop_reason":
+                    delta[field] = _reason(delta[field])
+                elif field != "type":
+                    delta[field] = _text(delta[field])  # stop_sequence: the text that stopped it
         elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
             data["content_block"] = self._block(data["content_block"])
         elif kind == "content_block_delta" and isinstance(data.get("delta"), dict):
@@ -150,6 +171,8 @@ class DialectMasker(PlaceMasker):
         for kind, body in data.items():
             if not isinstance(body, dict):
                 continue
+            if kind == "messageStop" and "stopReason" in body:
+                body["stopReason"] = _reason(body["stopReason"])
             if kind == "contentBlockStart" and isinstance(body.get("start"), dict):
                 tool = body["start"].get("toolUse")
                 if isinstance(tool, dict):
@@ -262,7 +285,9 @@ class DialectMasker(PlaceMasker):
             index = candidate.get("index", position)
             index = index if isinstance(index, int) and not isinstance(index, bool) else position
             for field in list(candidate):
-                if field not in ("content", "index", "finishReason", "safetyRatings", "tokenCount", "avgLogprobs"):
+                if field == "finishReason":
+                    candidate[field] = _reason(candidate[field])
+                elif field not in ("content", "index", "safetyRatings", "tokenCount", "avgLogprobs"):
                     candidate[field] = _text(candidate[field])  # finishMessage, grounding, citations
             content = candidate.get("content")
             if not isinstance(content, dict):
@@ -337,6 +362,8 @@ class DialectMasker(PlaceMasker):
 
     def cohere(self, data: dict[str, Any]) -> None:
         delta = data.get("delta")
+        if isinstance(delta, dict) and "finish_reason" in delta:
+            delta["finish_reason"] = _reason(delta["finish_reason"])
         message = delta.get("message") if isinstance(delta, dict) else None
         if not isinstance(message, dict):
             if message is not None:

@@ -1,14 +1,14 @@
-"""A finished live session's recording read through on the event loop, in steps.
+"""A finished live session's recording read through off the event loop, in steps.
 
 Saving a recording reads it through: to know whether it may be downloaded as received
 (every place of argument text in it must be text a call took), and, when a forwarded
 credential was echoed in argument text, to make the redacted reproducer it keeps instead.
 :func:`check_as_received` and :func:`redacted_in_steps` do that work
-:data:`CHECK_STEP_EVENTS` provider events at a time, yielding to the event loop in
-between, so a chunk the server forwards for another stream meanwhile waits for one step
-at most. (In a worker thread the same work would hold the interpreter for up to
-``sys.getswitchinterval()`` at a time, several threads for several of those in a row:
-milliseconds to hundreds of milliseconds of a stalled event loop.) They give the answers
+:data:`CHECK_STEP_EVENTS` provider events at a time, each step in a worker thread, one
+step after another: the event loop never runs the work itself, since one provider event
+can be tens of MiB (a whole tool call's arguments in one delta, a non-streaming body)
+and reading it through takes seconds. A step holds the interpreter for at most
+``sys.getswitchinterval()`` at a time while the loop waits for it. They give the answers
 of the one-pass :func:`download_as_received` and :func:`toollatch.redaction.export.redact_capture`.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from toollatch.wire.capture import CaptureError, ProviderEvent, iter_capture
@@ -65,34 +66,41 @@ def download_as_received(session: LiveSession) -> bool:
 
 async def check_as_received(session: LiveSession, step: int = CHECK_STEP_EVENTS) -> bool:
     """:func:`download_as_received`, reading the recording ``step`` provider events at a
-    time and yielding to the event loop in between. Same answer; never raises for a
+    time, each step in a worker thread (never on the event loop). Same answer; never raises for a
     recording that cannot be read (False)."""
     decided = _decided_without_reading(session)
     if decided is not None:
         return decided
     try:
         redactor = EventRedactor(session.pipeline.dialect, keep=False)
-        for count, event in enumerate(_events(session), 1):
-            redactor.feed(event)
-            if count % step == 0:
-                await asyncio.sleep(0)
+        events = _events(session)
+        while await asyncio.to_thread(_feed_some, redactor, events, step):
+            pass
         return not redactor.finish()[1]
     except (CaptureError, ValueError, RecursionError):
         return False
+
+
+def _feed_some(redactor: EventRedactor, events: Iterator[ProviderEvent], step: int) -> bool:
+    """Feed ``redactor`` up to ``step`` of ``events``; False once they are all read."""
+    fed = False
+    for event in islice(events, step):
+        redactor.feed(event)
+        fed = True
+    return fed
 
 
 async def redacted_in_steps(
     data: bytes, name: str, dialect: str | None, step: int = CHECK_STEP_EVENTS, judged_by: Pipeline | None = None
 ) -> bytes:
     """:func:`toollatch.redaction.export.redact_capture` of ``data``, made ``step`` provider events at
-    a time with a yield to the event loop in between (``judged_by``: the session's pipeline,
+    a time, each step in a worker thread (``judged_by``: the session's pipeline,
     whose tools and settings tell which calls committed). Raises what the capture reader and
     the redactor raise (``CaptureError``, ``ValueError``, ``RecursionError``)."""
     lines: list[str] = []
-    for count, line in enumerate(redacted_lines(data, name, dialect, **_judge(judged_by)), 1):
-        lines.append(line)
-        if count % step == 0:
-            await asyncio.sleep(0)
+    made = redacted_lines(data, name, dialect, **_judge(judged_by))
+    while batch := await asyncio.to_thread(lambda: list(islice(made, step))):
+        lines.extend(batch)
     return "".join(lines).encode("utf-8", "surrogatepass")
 
 
