@@ -206,7 +206,7 @@ def test_unknown_paths_get_the_html_page_in_a_browser_and_json_elsewhere() -> No
         page = client.get("/nonexistent", headers=browser)
         assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
         assert "Page not found" in page.text and "There is no page at /nonexistent." in page.text and 'href="/"' in page.text
-        wrong = client.get("/sessions", headers=browser)  # POST only
+        wrong = client.get("/connect", headers=browser)  # POST only
         assert wrong.status_code == 405 and "Method not allowed" in wrong.text
         for path, headers in (("/nonexistent", {"accept": "application/json"}), ("/nonexistent", {}), ("/api/nonexistent", browser)):
             response = client.get(path, headers=headers)
