@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets as _secrets
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,7 +32,6 @@ from toollatch.web.live.as_received import (  # noqa: F401  (TEXT_LEFT_ASIDE, do
     redacted_in_steps,
 )
 from toollatch.web.live.echo import echoed_in_stream
-from toollatch.web.replay.fanout import Broadcaster
 from toollatch.web.live.session import LiveSession
 from toollatch.web.live.source import LiveSource
 from toollatch.web.pages.render import Renderer
@@ -96,20 +94,9 @@ class LiveSessionStore(SessionStore):
 
     def create_live(self, source: LiveSource, session_class: type[LiveSession] = LiveSession) -> LiveSession:
         """A new live session (of ``session_class``), registered with its broadcaster, status PLAYING."""
-        self._evict()
-        sid = _secrets.token_hex(4)
-        while sid in self._sessions:
-            sid = _secrets.token_hex(4)
+        sid = self._new_id()
         session = session_class(sid, source, self.settings.config, self.metrics)
-        self._sessions[sid] = session
-        self._hubs[sid] = Broadcaster(
-            session,
-            self.renderer,
-            max_per_second=self.settings.max_renders_per_second,
-            capacity=self.settings.viewer_queue_frames,
-            clock=self._clock,
-            sleep=self._sleep,
-        )
+        self._register(session)
         session.notify = lambda: self.flush(session)
         log.info("session %s: live from %s %s", sid, source.upstream, source.endpoint)
         return session

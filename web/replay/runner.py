@@ -82,14 +82,27 @@ class SessionStore:
 
     def create(self, source: LoadedSource, *, rate: float | None = None, speed: float = 1.0, autoplay: bool = True) -> Session:
         """A new session for ``source``; starts playing at once when ``autoplay``."""
+        sid = self._new_id()
+        session = Session(sid, source, self.settings.config, clamp_rate(rate or self.settings.replay_rate), speed, self.metrics)
+        session.recorded_pace = session.recorded_pace and rate is None  # an explicit rate wins over the recorded pace
+        self._register(session)
+        log.info("session %s: created from %s %s", sid, source.kind, source.name)
+        if autoplay:
+            self.play(session)
+        return session
+
+    def _new_id(self) -> str:
+        """A fresh session id (room made first: the oldest finished sessions are evicted)."""
         self._evict()
         sid = secrets.token_hex(4)
         while sid in self._sessions:
             sid = secrets.token_hex(4)
-        session = Session(sid, source, self.settings.config, clamp_rate(rate or self.settings.replay_rate), speed, self.metrics)
-        session.recorded_pace = session.recorded_pace and rate is None  # an explicit rate wins over the recorded pace
-        self._sessions[sid] = session
-        self._hubs[sid] = Broadcaster(
+        return sid
+
+    def _register(self, session: Session) -> None:
+        """Keep ``session`` and give it the broadcaster that fans its renders out to viewers."""
+        self._sessions[session.id] = session
+        self._hubs[session.id] = Broadcaster(
             session,
             self.renderer,
             max_per_second=self.settings.max_renders_per_second,
@@ -97,10 +110,6 @@ class SessionStore:
             clock=self._clock,
             sleep=self._sleep,
         )
-        log.info("session %s: created from %s %s", sid, source.kind, source.name)
-        if autoplay:
-            self.play(session)
-        return session
 
     def get(self, sid: str) -> Session | None:
         return self._sessions.get(sid)
