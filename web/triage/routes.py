@@ -167,14 +167,20 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
             return error_page("Cannot export", str(exc), 422)
         return triage.as_shown(session, results)
 
-    @router.get("/sessions/{sid}/export.report.json")
-    async def export_report(sid: str) -> Response:
+    async def shown(sid: str) -> tuple[Session, list[StreamResult]] | Response:
+        """The session and its results as :func:`results_of` gives them, or the page to answer."""
         session = sessions.get(sid)
         if session is None:
             return missing(sid)
         results = await results_of(session)
-        if isinstance(results, HTMLResponse):
-            return results
+        return results if isinstance(results, HTMLResponse) else (session, results)
+
+    @router.get("/sessions/{sid}/export.report.json")
+    async def export_report(sid: str) -> Response:
+        found = await shown(sid)
+        if isinstance(found, Response):
+            return found
+        session, results = found
         doc = session.scrubbed(json_report(results, session.source.name))
         if triage.still_streaming(session):
             doc["partial"] = PARTIAL
@@ -182,12 +188,10 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
 
     @router.get("/sessions/{sid}/export.md")
     async def export_markdown(sid: str) -> Response:
-        session = sessions.get(sid)
-        if session is None:
-            return missing(sid)
-        results = await results_of(session)
-        if isinstance(results, HTMLResponse):
-            return results
+        found = await shown(sid)
+        if isinstance(found, Response):
+            return found
+        session, results = found
         text = session.scrubbed(markdown_summary(results, session.source.name))
         if triage.still_streaming(session):
             text = f"> {PARTIAL}\n\n{text}"
