@@ -80,3 +80,20 @@ def served(app: Any, port: int) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+@contextmanager
+def dashboard(data_dir: Path, **settings: Any) -> Iterator[str]:
+    """``toollatch serve`` at 30 events/s on a free loopback port with its data in
+    ``data_dir`` (``settings`` override); yields the base URL. Skips without Chromium."""
+    import socket
+
+    from toollatch.web import Settings, create_app
+
+    require_chromium()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    app = create_app(Settings(**{"port": port, "replay_rate": 30, "data_dir": data_dir, **settings}))
+    with served(app, port) as url:
+        yield url

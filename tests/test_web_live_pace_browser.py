@@ -8,10 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from toollatch.web import Settings, create_app
 
-from .browser_support import checked_page, launched, require_chromium, served
-from .test_web_browser import DONE, _free_port
+from .browser_support import checked_page, dashboard, launched
+from .test_web_browser import DONE
 
 pytestmark = pytest.mark.browser
 
@@ -20,10 +19,7 @@ WATCHING = "document.querySelector('#status')?.dataset.status === 'playing' && d
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    require_chromium()
-    port = _free_port()
-    app = create_app(Settings(port=port, replay_rate=30, mock_demo_delay=0.1, data_dir=tmp_path_factory.mktemp("pace-data")))
-    with served(app, port) as url:
+    with dashboard(tmp_path_factory.mktemp("pace-data"), mock_demo_delay=0.1) as url:
         yield url
 
 

@@ -8,10 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from toollatch.web import Settings, create_app
 
-from .browser_support import checked_page, launched, require_chromium, served
-from .test_web_browser import DONE, _free_port
+from .browser_support import checked_page, dashboard, launched
+from .test_web_browser import DONE
 
 pytestmark = pytest.mark.browser
 
@@ -30,10 +29,7 @@ new MutationObserver(() => {
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    require_chromium()
-    port = _free_port()
-    app = create_app(Settings(port=port, replay_rate=30, data_dir=tmp_path_factory.mktemp("pending-data")))
-    with served(app, port) as url:
+    with dashboard(tmp_path_factory.mktemp("pending-data")) as url:
         yield url
 
 
