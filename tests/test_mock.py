@@ -11,9 +11,9 @@ from starlette.testclient import TestClient
 
 from toollatch.wire.capture import read_capture
 from toollatch.demo.demos import DEMOS
+from toollatch.demo.bodies import final_response
 from toollatch.demo.mockwire import (
     MOCK_DIALECTS,
-    final_response,
     rechunk,
     scenario_events,
     scenario_names,
@@ -74,6 +74,36 @@ def test_non_streaming_bodies_retell_as_the_same_verdicts(scenario: str, dialect
     (result,) = assemble_events(read_capture(synthesize_stream(dialect, doc, scenario)))  # type: ignore[arg-type]
     states, end = expected(scenario)
     assert tuple(c.state.value for c in result.calls) == states and result.end == end
+
+
+@pytest.mark.parametrize(
+    ("dialect", "reason", "end"),
+    [
+        ("openai-chat", "content_filter", "error"), ("openai-chat", "length", "truncated"), ("openai-chat", "stop", "complete"),
+        ("anthropic", "refusal", "error"), ("anthropic", "max_tokens", "truncated"), ("anthropic", "end_turn", "complete"),
+        ("openai-responses", "content_filter", "error"), ("openai-responses", "max_output_tokens", "truncated"),
+    ],
+)
+def test_a_non_streaming_bodys_stop_reason_ends_its_retold_stream_as_a_stream_would(dialect: str, reason: str, end: str) -> None:
+    doc = final_response(scenario_script("single"), dialect)  # type: ignore[arg-type]
+    if dialect == "openai-chat":
+        doc["choices"][0]["finish_reason"] = reason
+    elif dialect == "anthropic":
+        doc["stop_reason"] = reason
+    else:
+        doc["status"], doc["incomplete_details"] = "incomplete", {"reason": reason}
+    (result,) = assemble_events(read_capture(synthesize_stream(dialect, doc, "single")))  # type: ignore[arg-type]
+    assert result.end == end
+    assert end == "complete" or reason in (result.end_detail or "")
+    committed = [c for c in result.calls if c.state.value == "committed"]
+    assert bool(committed) == (end == "complete")
+
+
+def test_a_non_streaming_body_without_a_stop_reason_is_told_as_cut_off() -> None:
+    doc = final_response(scenario_script("single"), "openai-chat")
+    doc["choices"][0]["finish_reason"] = None
+    (result,) = assemble_events(read_capture(synthesize_stream("openai-chat", doc, "single")))
+    assert result.end == "truncated" and not [c for c in result.calls if c.state.value == "committed"]
 
 
 # ------------------------------------------------------------------ HTTP

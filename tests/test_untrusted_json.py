@@ -20,7 +20,8 @@ from toollatch import assemble_events, read_capture
 from toollatch.wire.capture import CaptureError
 from toollatch.redaction.export import mask_value, redact_capture
 from toollatch.wire.har import read_har
-from toollatch.demo.mockwire import Script, WireCall, final_response
+from toollatch.demo.bodies import final_response
+from toollatch.demo.mockwire import Script, WireCall
 from toollatch.core.model import CallState, StreamResult
 from toollatch.core.registry import RegistryError, ToolRegistry
 from toollatch.wire.retell import retell_body

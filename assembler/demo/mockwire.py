@@ -15,7 +15,7 @@ stream ended normally) and writes that script back out as:
 Where a demo already exists in the requested dialect its bytes are served verbatim.
 Fragment boundaries are kept, so each call fills its buffer the same way in every dialect,
 and a truncated scenario stops after the same fragment. The non-streaming bodies
-(:func:`final_response`) use the same model, and so does the reverse direction
+(:func:`toollatch.demo.bodies.final_response`) use the same model, and so does the reverse direction
 (:mod:`toollatch.wire.retell`: a non-streaming response body → a script, so a dashboard can
 assemble it like a stream).
 
@@ -73,14 +73,19 @@ class Script:
     """What one response says, independent of dialect.
 
     ``text``: assistant text pieces (streamed before the calls). ``complete``: the stream
-    reached the provider's normal end; when False the writers stop right after the last
+    reached the provider's end; when False the writers stop right after the last
     fragment of the last call, with no closing events (a dropped connection).
+    ``stop_reason``: the reason the provider gave for that end (OpenAI Chat
+    ``finish_reason``, Anthropic ``stop_reason``, Responses ``incomplete_details.reason``),
+    written as it is; None: the writer's own (``tool_calls``/``stop``, ``tool_use``/
+    ``end_turn``, ``response.completed``).
     """
 
     name: str
     text: tuple[str, ...]
     calls: tuple[WireCall, ...]
     complete: bool = True
+    stop_reason: str | None = None
 
 
 # ------------------------------------------------------------------ scenarios
@@ -190,6 +195,8 @@ def stream_events(script: Script, dialect: MockDialect) -> list[bytes]:
     if dialect == "anthropic":
         events, last = _anthropic_events(script.name, [_Call(c.name, c.fragments) for c in script.calls], "".join(script.text) or None)
         events = _anthropic_ids(events, script)
+        if script.complete and script.stop_reason is not None:
+            events = [_anthropic_stop(e, script.stop_reason) for e in events]
         return events if script.complete or not last else events[: last[-1] + 1]
     raise ValueError(f"dialect {dialect!r} is not served by the mock")
 
@@ -208,6 +215,15 @@ def _anthropic_ids(events: list[bytes], script: Script) -> list[bytes]:
             n += 1
         out.append(event)
     return out
+
+
+def _anthropic_stop(event: bytes, reason: str) -> bytes:
+    """``event`` with ``reason`` as its ``message_delta`` stop reason (other events as they are)."""
+    if not event.startswith(b"event: message_delta"):
+        return event
+    doc = json.loads(event.partition(b"data: ")[2])
+    doc["delta"]["stop_reason"] = reason
+    return _sse(doc, "message_delta")
 
 
 def _chat_events(script: Script) -> list[bytes]:
@@ -230,7 +246,8 @@ def _chat_events(script: Script) -> list[bytes]:
         events.append(chunk({"tool_calls": [start]}))
         events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": f}}]}) for f in call.fragments]
     if script.complete:
-        events += [chunk({}, "tool_calls" if script.calls else "stop"), _sse(DONE)]
+        finish = script.stop_reason if script.stop_reason is not None else "tool_calls" if script.calls else "stop"
+        events += [chunk({}, finish), _sse(DONE)]
     return events
 
 
@@ -329,62 +346,16 @@ def _responses_events(script: Script) -> list[bytes]:
         emit(f"response.{kind}.done", {"item_id": added["id"], "output_index": index, field: call.arguments})
         done.append(_function_item(script, n, "completed", call.arguments))
         emit("response.output_item.done", {"output_index": index, "item": done[-1]})
-    if script.complete:
+    if script.complete and script.stop_reason is not None:
+        doc = _response_doc(script, "incomplete", done, _usage(script))
+        doc["incomplete_details"] = {"reason": script.stop_reason}
+        emit("response.incomplete", {"response": doc})
+    elif script.complete:
         emit("response.completed", {"response": _response_doc(script, "completed", done, _usage(script))})
     return events
 
 
-def final_response(script: Script, dialect: MockDialect) -> dict[str, Any]:
-    """The non-streaming response body of ``script`` in ``dialect``.
-
-    An incomplete script answers as the provider does when output is cut:
-    ``finish_reason: "length"``, ``stop_reason: "max_tokens"``, ``status: "incomplete"``.
-    """
-    text = "".join(script.text)
-    if dialect == "openai-chat":
-        tool_calls = [{"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in script.calls]
-        message = {"role": "assistant", "content": text or None, "refusal": None, "annotations": [], "tool_calls": tool_calls or None}
-        finish = ("tool_calls" if script.calls else "stop") if script.complete else "length"
-        usage = _usage(script)
-        return {
-            "id": f"chatcmpl-{_token(script.name, 29)}",
-            "object": "chat.completion",
-            "created": _CREATED,
-            "model": _RESPONSES_MODEL,
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-            "usage": {"prompt_tokens": 612, "completion_tokens": usage["output_tokens"], "total_tokens": usage["total_tokens"]},
-            "service_tier": "default",
-            "system_fingerprint": "fp_" + _token(script.name + "fp", 10).lower(),
-        }
-    if dialect == "anthropic":
-        content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-        for n, call in enumerate(script.calls):
-            parsed, problem = parse_json(call.arguments) if call.arguments else ({}, None)
-            if problem is not None or not isinstance(parsed, dict):
-                parsed = {}  # a non-streaming Messages body always carries an object
-            call_id = call.call_id if call.call_id.startswith("toolu_") else "toolu_01" + _token(f"{script.name}/{n}", 22)
-            content.append({"type": "tool_use", "id": call_id, "name": call.name, "input": parsed})
-        stop = ("tool_use" if script.calls else "end_turn") if script.complete else "max_tokens"
-        return {
-            "id": "msg_01" + _token(script.name, 22),
-            "type": "message",
-            "role": "assistant",
-            "model": _ANTHROPIC_MODEL,
-            "content": content,
-            "stop_reason": stop,
-            "stop_sequence": None,
-            "usage": {"input_tokens": 612, "output_tokens": _usage(script)["output_tokens"]},
-        }
-    output = ([_message_item(script, "completed")] if text else []) + [
-        _function_item(script, n, "completed", c.arguments) for n, c in enumerate(script.calls)
-    ]
-    doc = _response_doc(script, "completed" if script.complete else "incomplete", output, _usage(script))
-    if not script.complete:
-        doc["incomplete_details"] = {"reason": "max_output_tokens"}
-    return doc
-
-
 __all__ = [
-    "MOCK_DIALECTS", "MockDialect", "ScenarioError", "Script", "WireCall", "final_response", "rechunk", "scenario_events",
+    "MOCK_DIALECTS", "MockDialect", "ScenarioError", "Script", "WireCall", "rechunk", "scenario_events",
     "scenario_names", "scenario_script", "script_from_chat_wire", "split_events", "stream_events",
 ]

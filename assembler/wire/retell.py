@@ -45,7 +45,7 @@ def _read(dialect: MockDialect, doc: dict[str, Any], name: str) -> tuple[Script,
         for tc in _objects(message.get("tool_calls")):
             function = _object(tc.get("function"))
             calls.append(WireCall(_str(tc.get("id")), _str(function.get("name")), _args(function.get("arguments"), valued)))
-        complete = choices[0].get("finish_reason") in ("tool_calls", "stop", "function_call")
+        reason = _str(choices[0].get("finish_reason")) or None
     elif dialect == "anthropic":
         if doc.get("type") != "message":
             raise ValueError("not an Anthropic message body")
@@ -54,7 +54,7 @@ def _read(dialect: MockDialect, doc: dict[str, Any], name: str) -> tuple[Script,
                 text.append(_str(block.get("text")))
             elif block.get("type") == "tool_use":
                 calls.append(WireCall(_str(block.get("id")), _str(block.get("name")), _args(block.get("input", {}), valued)))
-        complete = doc.get("stop_reason") in ("tool_use", "end_turn", "stop_sequence")
+        reason = _str(doc.get("stop_reason")) or None
     else:
         if doc.get("object") != "response":
             raise ValueError("not a Responses body")
@@ -65,8 +65,17 @@ def _read(dialect: MockDialect, doc: dict[str, Any], name: str) -> tuple[Script,
                 kind = item["type"]
                 call_id, name = identity(item)
                 calls.append(WireCall(call_id or "", name or "", _args(argument_value(item), valued), kind))
-        complete = doc.get("status") == "completed"
-    return Script(name, tuple(t for t in text if t), tuple(calls), complete), bool(valued)
+        details = _object(doc.get("incomplete_details"))
+        if doc.get("status") == "completed":
+            reason = None
+        elif doc.get("status") == "incomplete":
+            reason = _str(details.get("reason"))  # empty: "no reason given"
+        else:  # failed, cancelled, in progress: no end the re-told stream could state
+            return Script(name, tuple(t for t in text if t), tuple(calls), False), bool(valued)
+        return Script(name, tuple(t for t in text if t), tuple(calls), True, reason), bool(valued)
+    # the body's own stop reason ends the re-told stream, judged by the one rule for every
+    # dialect (toollatch.dialects.ends); a body that gives none is told as cut off
+    return Script(name, tuple(t for t in text if t), tuple(calls), reason is not None, reason), bool(valued)
 
 
 def _retold(item: dict[str, Any], doc: dict[str, Any]) -> bool:

@@ -39,11 +39,11 @@ from typing import Any
 
 from toollatch.wire.capture import DONE, CaptureError, iter_capture
 from toollatch.dialects import detect
+from toollatch.demo.bodies import final_response
 from toollatch.demo.mockwire import (
     MOCK_DIALECTS,
     MockDialect,
     ScenarioError,
-    final_response,
     rechunk,
     scenario_events,
     scenario_names,
