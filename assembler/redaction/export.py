@@ -43,20 +43,16 @@ from toollatch.wire.capture import DONE, CaptureError, ProviderEvent, iter_captu
 from toollatch.dialects import ADAPTERS, detect, make_adapter
 from toollatch.redaction.masker import DialectMasker
 from toollatch.core.model import CallKey, CallState, Op, StreamError, StreamResult
-from toollatch.core import jsontext
 from toollatch.core.pipeline import ADAPTER_FAULTS, Pipeline
 from toollatch.redaction.published import kept_pieces
 from toollatch.core.config import AssembleConfig
 from toollatch.core.registry import ToolRegistry
 from toollatch.redaction.redactor import mask_arguments, mask_json_text, mask_value, placeholder
 from toollatch.redaction.scalarmask import CallRef, MaskPlan, assembler_key
+from toollatch.redaction.written import UNREADABLE, is_binary, written
 
 Json = Any
 
-#: What an event that cannot be read (a ``data:`` value that is not JSON) is written as in a
-#: reproducer: text that is not JSON either, so the re-import fails the stream at the same
-#: event, and nothing of the original text.
-UNREADABLE = ": unreadable event (masked)"
 #: Where :func:`stray_argument_text` reports a stream that no dialect adapter reads.
 UNREAD_STREAM = "no dialect adapter reads this stream: every string value is masked"
 
@@ -101,16 +97,31 @@ def _plan_of(
 class _Planner:
     """:func:`mask_plan` one event at a time (a server reads a recording between other work)."""
 
-    def __init__(self, dialect: str | None, committed: Committed | None, registry: ToolRegistry | None, config: AssembleConfig | None) -> None:
-        self._recorder = EventRedactor(dialect, keep=False, record=True)
+    def __init__(
+        self,
+        dialect: str | None,
+        committed: Committed | None,
+        registry: ToolRegistry | None,
+        config: AssembleConfig | None,
+        recorder: EventRedactor | None = None,
+    ) -> None:
+        #: ``recorder``: a recording redactor already fed (and finished) with the events; only the assembly is fed then
+        self._own = recorder is None
+        self._recorder = recorder if recorder is not None else EventRedactor(dialect, keep=False, record=True)
         self._committed = committed
         self._registry = registry
         self._pipeline: Pipeline | None = None
         if committed is None:
             self._pipeline = Pipeline(dialect, config=config, registry=registry, emit_events=False, progress_events=False)
 
+    @property
+    def assembles(self) -> bool:
+        """Whether the events are assembled to find which calls committed (none were given)."""
+        return self._pipeline is not None
+
     def feed(self, event: ProviderEvent) -> None:
-        self._recorder.feed(event)
+        if self._own:
+            self._recorder.feed(event)
         if self._pipeline is not None:
             try:
                 self._pipeline.feed(event)
@@ -118,7 +129,8 @@ class _Planner:
                 self._pipeline, self._committed = None, set()
 
     def finish(self) -> MaskPlan:
-        self._recorder.finish()
+        if self._own:
+            self._recorder.finish()
         committed, some_failed = self._committed, self._committed is not None  # given verdicts: a call without text may have failed
         names = {assembler_key(call): name for call, name in self._recorder.names.items()}
         if self._pipeline is not None:
@@ -273,92 +285,91 @@ def redact_capture(
     ``committed``: the ``(stream, key)`` of the calls that committed (a session's verdicts,
     :func:`committed_calls`); None: found by assembling ``data`` with ``config`` (default
     settings when None) and ``registry`` (the tools the stream was judged by).
-    Every scalar of a call that did not commit is masked (:mod:`.scalarmask`).
+    Every scalar of a call that did not commit is masked (:mod:`.scalarmask`). The capture
+    is decoded once (:class:`CaptureReading`; its events are kept while the reproducer is made).
 
     Raises ``ValueError`` when an event cannot be redacted (e.g. a Bedrock ``chunk.bytes``
     that is not JSON), naming ``name``; events of any nesting depth the capture reader
     accepts are redacted.
     """
     try:
-        return "".join(redacted_lines(data, name, dialect, committed, registry=registry, config=config)).encode("utf-8", "surrogatepass")
+        reading = CaptureReading(data, name, dialect)
+        for _ in reading.read():
+            pass
+        return reading.reproducer(reading.lines(committed, registry=registry, config=config))
     except RecursionError:  # a path not made iterative yet: a clear error, never a traceback
         raise ValueError(f"{name}: an event nests too deep to redact") from None
 
 
-#: Bytes of a capture :func:`redacted_lines` hands the capture reader at a time.
+#: Bytes of a capture :class:`CaptureReading` hands the capture reader at a time.
 READ_PIECE_BYTES = 4096
 
 
-def redacted_lines(
-    data: bytes,
-    name: str = "<input>",
-    dialect: str | None = None,
-    committed: Committed | None = None,
-    *,
-    registry: ToolRegistry | None = None,
-    config: AssembleConfig | None = None,
-) -> Iterator[str]:
-    """The text of :func:`redact_capture`'s reproducer, one provider event's lines at a time,
-    read lazily (the capture a piece at a time too), so a server can make a long one in
-    steps between other work: a first reading of the capture (which calls committed, what
-    each call's text is) yields an empty string every :data:`PLAN_STEP` events. Raises as
-    :func:`redact_capture` does while it is read, except that an event nested too deep is
-    a ``RecursionError``."""
-    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
-    as_sse = not head.startswith(b"{") and not _is_binary(head)
-    planner = _Planner(dialect, committed, registry, config)
-    for count, event in enumerate(iter_capture(_pieces(data), name), 1):
-        planner.feed(event)
-        if count % PLAN_STEP == 0:
-            yield ""
-    plan = planner.finish()
-    yield ""
-    redactor = EventRedactor(dialect, plan=plan)
-    for event in iter_capture(_pieces(data), name):
-        for masked in redactor.feed(event):
-            yield _written(masked, as_sse)
-    for masked in redactor.finish()[0]:
-        yield _written(masked, as_sse)
+class CaptureReading:
+    """One decoding of a capture, from which everything redaction needs is made.
 
+    :meth:`read` decodes ``data`` (:data:`READ_PIECE_BYTES` at a time) and reads each
+    provider event once through a recording :class:`EventRedactor`: afterwards
+    :attr:`stray` says where argument text is stray (:func:`stray_argument_text`),
+    :attr:`recorder` holds each call's argument text, and :attr:`events` the decoded events.
+    :meth:`lines` then makes the reproducer's text from those events (never decoding the
+    bytes again): which calls committed is found by assembling them once (unless given), then
+    each event is masked. Both are generators, so a server can do the work in steps between
+    other work; reading them through gives exactly :func:`redact_capture`. They raise what
+    the capture reader and the redactor raise (``CaptureError``, ``ValueError``, ``RecursionError``).
+    Memory: the decoded events are kept until the reading is dropped.
+    """
 
-#: Events of a capture read between two empty strings of :func:`redacted_lines`' first reading.
-PLAN_STEP = 64
+    def __init__(self, data: bytes, name: str = "<input>", dialect: str | None = None) -> None:
+        head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+        self.as_sse = not head.startswith(b"{") and not is_binary(head)
+        self.name, self.dialect = name, dialect
+        self.events: list[ProviderEvent] = []
+        self.recorder = EventRedactor(dialect, keep=False, record=True)
+        #: where argument text is stray, once :meth:`read` is read through (None before)
+        self.stray: list[str] | None = None
+        self._data = data
+
+    def read(self) -> Iterator[ProviderEvent]:
+        """Decode the capture and record each event; yields each event once recorded."""
+        data, self._data = self._data, b""
+        for event in iter_capture(_pieces(data), self.name):
+            self.recorder.feed(event)
+            self.events.append(event)
+            yield event
+        self.stray = self.recorder.finish()[1]
+
+    def lines(
+        self, committed: Committed | None = None, *, registry: ToolRegistry | None = None, config: AssembleConfig | None = None
+    ) -> Iterator[str]:
+        """The reproducer's text, one provider event's lines at a time (an empty string for
+        each event assembled to find which calls committed), from the events :meth:`read`
+        decoded; ``committed``, ``registry``, ``config`` as for :func:`redact_capture`."""
+        assert self.stray is not None, "read() first"
+        planner = _Planner(self.dialect, committed, registry, config, recorder=self.recorder)
+        if planner.assembles:
+            for event in self.events:
+                planner.feed(event)
+                yield ""
+        redactor = EventRedactor(self.dialect, plan=planner.finish())
+        for event in self.events:
+            yield "".join(written(masked, self.as_sse) for masked in redactor.feed(event))
+        yield "".join(written(masked, self.as_sse) for masked in redactor.finish()[0])
+
+    @staticmethod
+    def reproducer(lines: Iterable[str]) -> bytes:
+        """The reproducer's bytes from the text :meth:`lines` gives."""
+        return "".join(lines).encode("utf-8", "surrogatepass")
 
 
 def _pieces(data: bytes) -> Iterator[bytes]:
     return (data[i : i + READ_PIECE_BYTES] for i in range(0, len(data), READ_PIECE_BYTES))
 
 
-def _written(event: ProviderEvent, as_sse: bool) -> str:
-    if event.error is not None:
-        payload = UNREADABLE
-    else:
-        payload = DONE if event.data == DONE else jsontext.dumps(event.data, separators=(",", ":"))
-    return _sse_event(event, payload) if as_sse else payload + "\n"
-
-
-def _sse_event(event: ProviderEvent, payload: str) -> str:
-    """One SSE event, keeping the framing deviations the original had (so a reproducer of a
-    framing bug still reproduces it): CRLF line ends, comment lines (as many), ``data`` before
-    ``event``, and ``[DONE]`` with extra whitespace."""
-    eol = "\r\n" if "crlf_line_ends" in event.framing else "\n"
-    if payload == DONE and "done_variant" in event.framing:
-        payload = DONE + " "
-    data = f"data: {payload}{eol}"
-    kind = f"event: {event.event}{eol}" if event.event else ""
-    fields = data + kind if "data_before_event" in event.framing else kind + data
-    comment = f": comment{eol}" * event.framing.count("comment_line")
-    return comment + fields + eol
-
-
-def _is_binary(head: bytes) -> bool:
-    """An AWS event stream starts with a 4-byte big-endian length: a NUL byte first."""
-    return head[:1] == b"\x00"
-
-
 __all__ = [
     "UNREADABLE",
     "UNREAD_STREAM",
+    "CaptureReading",
     "EventRedactor",
     "committed_calls",
     "mask_plan",
@@ -369,6 +380,5 @@ __all__ = [
     "reading_dialect",
     "redact_capture",
     "redact_events",
-    "redacted_lines",
     "stray_argument_text",
 ]

@@ -3,10 +3,10 @@
 :func:`save_recording` (:func:`prepare_recording`, then :meth:`PreparedRecording.write`)
 writes a finished live session to the :class:`~toollatch.web.store.Store` as
 ``kind="recording"``: the request's tools and body, never a header, and the response bytes
-as received (any forwarded credential replaced) only when no call left its argument text
-uncommitted (:func:`~toollatch.web.live.as_received.download_as_received`) and no forwarded
-credential is in the stream's joined text (:func:`toollatch.web.live.echo.echoed_in_stream`);
-otherwise the redacted reproducer is stored and served instead (:func:`redacted_recording`).
+as received (any forwarded credential replaced) only when the one reading of its stream
+(:mod:`toollatch.web.live.reading`) found no argument text of a call that did not commit
+and no forwarded credential in the stream's joined text; otherwise the redacted
+reproducer that reading made is stored and served instead (:func:`redacted_recording`).
 :func:`recording_source` turns a recording back into a replayable source that reaches the
 same verdicts (a cancelled recording stops at the same event).
 """
@@ -17,15 +17,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from toollatch.wire.capture import CaptureError
 from toollatch.redaction.export import redact_capture
 from toollatch.core.registry import RegistryError
 from toollatch.wire.retell import retell_body
 from toollatch.observe.timing import ChunkTimes, TimingError
 
-from toollatch.web.live.as_received import download_as_received
 from toollatch.web.live.credentials import scrub_bytes, scrub_value
-from toollatch.web.live.echo import echoed_in_stream
+from toollatch.web.live.reading import Reading, read_recording
 from toollatch.web.live.session import LiveSession
 from toollatch.web.live.source import usable_registry
 from toollatch.web.triage.sources import LoadedSource, SourceError, check, registry_from_tools
@@ -52,23 +50,21 @@ class PreparedRecording:
         return rid
 
 
-def prepare_recording(
-    session: LiveSession, forwarded_secrets: list[str], as_received: bool | None = None, reproducer: bytes | None = None
-) -> PreparedRecording:
+def prepare_recording(session: LiveSession, forwarded_secrets: list[str], reading: Reading | None = None) -> PreparedRecording:
     """The recording of a finished ``session``: its bytes (scrubbed of any forwarded credential),
-    request tools, metadata and search summary. Never a header. ``as_received``: the
-    answer of :func:`download_as_received`, computed here when not given; ``reproducer``:
-    the redacted reproducer of the session's stream (:func:`~toollatch.web.live.as_received.redacted_in_steps`,
-    ``b""`` when it cannot be made), kept instead of the bytes when a forwarded credential
-    was echoed in argument text, made here when needed and not given."""
+    request tools, metadata and search summary. Never a header. ``reading``: the one reading
+    of its stream (:func:`~toollatch.web.live.reading.read_in_steps` with the same
+    credentials), made here in one go when not given: whether the bytes may be kept as
+    received, whether a forwarded credential is echoed in the stream's joined text, and the
+    redacted reproducer kept instead of the bytes when not."""
     secrets = sorted({*session.live_source.secrets, *forwarded_secrets}, key=len, reverse=True)
+    if reading is None:
+        reading = read_recording(session, secrets)
+    session.echoed_secret = reading.echoed
+    as_received = reading.as_received
     raw = b"".join(session.live_source.chunks)
     body, redacted = scrub_bytes(raw, secrets)
     meta = session.recording_meta()
-    if as_received is None:
-        as_received = download_as_received(session)
-        if not session.echoed_secret and secrets:
-            session.echoed_secret = echoed_in_stream(session.live_source.stream_data, session.live_source.name, session.pipeline.dialect, secrets)
     meta["download"] = "as_received" if as_received else "redacted"
     if redacted:
         meta["redacted"] = "a forwarded credential appeared in the body and was replaced"
@@ -77,18 +73,7 @@ def prepare_recording(
         # over chunks no single one holds whole: keep the reproducer (argument strings and
         # text masked, every scalar of a call that did not commit too; same verdicts)
         # instead of the bytes, in the database as on every download.
-        if reproducer is None:
-            try:
-                reproducer = redact_capture(
-                    session.live_source.stream_data,
-                    session.live_source.name,
-                    session.pipeline.dialect,
-                    registry=session.pipeline.registry,
-                    config=session.pipeline.config,
-                )
-            except (CaptureError, ValueError):
-                reproducer = b""
-        body = scrub_bytes(reproducer, secrets)[0]
+        body = scrub_bytes(reading.reproducer or b"", secrets)[0]
         meta["download"], meta["streaming"] = "redacted", True
         meta["redacted"] = (
             "a forwarded credential appeared in the stream's text: the recording keeps the redacted reproducer"

@@ -21,17 +21,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from toollatch.wire.capture import CaptureError
 from toollatch.core.pipeline import Pipeline
 from toollatch.observe.telemetry import turn_spans
 
-from toollatch.web.live.as_received import (  # noqa: F401  (TEXT_LEFT_ASIDE, download_as_received: re-exported)
+from toollatch.web.live.reading import (  # noqa: F401  (TEXT_LEFT_ASIDE, download_as_received: re-exported)
     TEXT_LEFT_ASIDE,
-    check_as_received,
+    Reading,
     download_as_received,
-    redacted_in_steps,
+    read_in_steps,
 )
-from toollatch.web.live.echo import echoed_in_stream
 from toollatch.web.live.session import LiveSession
 from toollatch.web.live.source import LiveSource
 from toollatch.web.pages.render import Renderer
@@ -153,9 +151,10 @@ class LiveSessionStore(SessionStore):
         """A live session ended: render the end, then save the recording in a worker thread
         (a database write, with its fsync, must not stall the other streams on the loop).
 
-        The recording is read through once (:func:`~toollatch.web.live.as_received.check_as_received`):
-        that work waits until no other live stream is running, up to :data:`RECORDING_DEFER_S`
-        seconds, then runs on the event loop in small steps, so a chunk another stream
+        The recording is read through once (:func:`~toollatch.web.live.reading.read_in_steps`:
+        the as-received check, the search for echoed credentials and the reproducer): that
+        work waits until no other live stream is running, up to :data:`RECORDING_DEFER_S`
+        seconds, then runs in small steps in worker threads, so a chunk another stream
         forwards meanwhile waits for one step at most. Once the last recording being saved
         is saved and no live stream is playing, :attr:`on_idle` is called."""
         self.flush(session)
@@ -185,26 +184,13 @@ class LiveSessionStore(SessionStore):
         while waited < RECORDING_DEFER_S and self._others_playing(session):
             await asyncio.sleep(0.05)
             waited += 0.05
+        secrets = sorted({*session.live_source.secrets, *forwarded_secrets}, key=len, reverse=True)
         try:  # the recording is read through once, in steps between the other streams' chunks
-            as_received = await check_as_received(session)
-        except Exception as exc:  # never a 500: the redacted download is always safe
+            reading = await read_in_steps(session, secrets)
+        except Exception as exc:  # never a 500, never the bytes: the (empty) reproducer is kept
             log.error("session %s: recording not checked (%s)", session.id, type(exc).__name__)
-            as_received = False
-        reproducer = None
-        src = session.live_source
-        secrets = sorted({*src.secrets, *forwarded_secrets}, key=len, reverse=True)
-        if not session.echoed_secret and secrets:  # echoed in pieces no single event holds
-            try:
-                session.echoed_secret = await asyncio.to_thread(echoed_in_stream, src.stream_data, src.name, session.pipeline.dialect, secrets)
-            except Exception as exc:  # never a 500, never the bytes: the reproducer is kept
-                log.error("session %s: joined text not checked (%s)", session.id, type(exc).__name__)
-                session.echoed_secret = True
-        if session.echoed_secret or not as_received:  # the recording keeps the redacted reproducer: made in steps too
-            try:
-                reproducer = await redacted_in_steps(src.stream_data, src.name, session.pipeline.dialect, judged_by=session.pipeline)
-            except (CaptureError, ValueError, RecursionError):
-                reproducer = b""
-        prepared = prepare_recording(session, forwarded_secrets, as_received, reproducer)
+            reading = Reading(False, session.echoed_secret or bool(secrets), b"")
+        prepared = prepare_recording(session, forwarded_secrets, reading)
         try:
             session.live_source.recording = await asyncio.to_thread(prepared.write, self.recordings)
             session.live_source.recording_download = prepared.meta["download"]

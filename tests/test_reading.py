@@ -1,5 +1,7 @@
-"""A finished live session's recording check, read in steps: the same answer as reading it
-in one go, with the event loop served between steps; the event-by-event redactor it uses."""
+"""A finished live session's recording, read through once: the as-received check, the search
+for an echoed credential and the reproducer come from one decoding of the stream; read in
+steps, the same answer as reading it in one go, with the event loop served between steps;
+the event-by-event redactor it uses."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from toollatch.core.config import AssembleConfig
 from toollatch.demo.demos import DEMOS
 from toollatch.redaction.export import UNREAD_STREAM, EventRedactor, redact_capture, redact_events, stray_argument_text
 from toollatch.demo.stress import stress_demo
-from toollatch.web.live.as_received import check_as_received, download_as_received, redacted_in_steps
+from toollatch.web.live.reading import download_as_received, read_in_steps, read_recording, unescape
 from toollatch.web.live.session import LiveSession, LiveSource
 
 from .conftest import CAPTURES
@@ -48,7 +50,7 @@ def finished(data: bytes, *, dialect: str | None = "openai-chat", stop_after: in
 
 
 def both(session: LiveSession) -> tuple[bool, bool]:
-    return download_as_received(session), asyncio.run(check_as_received(session))
+    return download_as_received(session), asyncio.run(read_in_steps(session, [])).as_received
 
 
 def test_the_stepped_check_answers_as_the_one_pass_check() -> None:
@@ -67,16 +69,15 @@ def test_the_stepped_check_answers_as_the_one_pass_check_for_every_sample(name: 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_the_reproducer_made_in_steps_is_the_one_pass_reproducer(name: str) -> None:
-    data = SAMPLES[name]
+    session = finished(SAMPLES[name], dialect=None)
+    session.echoed_secret = True  # the recording keeps the reproducer, whatever its calls
+    pipeline = session.pipeline
     try:
-        expected: bytes | type[Exception] = redact_capture(data, name)
-    except ValueError as exc:
-        expected = type(exc)
-    try:
-        got: bytes | type[Exception] = asyncio.run(redacted_in_steps(data, name, None, step=3))
-    except (ValueError, RecursionError) as exc:
-        got = ValueError if isinstance(exc, RecursionError) else type(exc)
-    assert got == expected
+        expected = redact_capture(session.live_source.stream_data, name, pipeline.dialect, registry=pipeline.registry, config=pipeline.config)
+    except ValueError:
+        expected = b""  # what a recording keeps of a stream that cannot be redacted
+    stepped, whole = asyncio.run(read_in_steps(session, [], step=3)), read_recording(session, [])
+    assert stepped == whole and stepped.reproducer == expected and stepped.echoed
 
 
 def test_the_check_yields_to_the_event_loop_between_steps() -> None:
@@ -94,7 +95,7 @@ def test_the_check_yields_to_the_event_loop_between_steps() -> None:
 
         task = asyncio.create_task(other())
         await asyncio.sleep(0)
-        answer = await check_as_received(session, step=16)
+        answer = (await read_in_steps(session, [], step=16)).as_received
         done = True
         await task
         return answer, turns
@@ -203,11 +204,117 @@ def test_one_huge_event_is_read_off_the_event_loop(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(export.EventRedactor, "feed", feed)
     loop_thread: list[str] = []
 
-    async def main() -> tuple[bool, bytes]:
+    async def main() -> tuple[bool, bytes | None]:
         loop_thread.append(threading.current_thread().name)
-        answer = await check_as_received(session)
-        return answer, await redacted_in_steps(huge + END, "x.sse", "openai-chat", judged_by=session.pipeline)
+        reading = await read_in_steps(session, [])
+        return reading.as_received, reading.reproducer
 
     answer, reproducer = asyncio.run(main())
-    assert answer is False and b"yyyyyyyy" not in reproducer
+    assert answer is False and reproducer and b"yyyyyyyy" not in reproducer
     assert feeds and loop_thread[0] not in feeds, feeds
+
+
+# ---------------------------------------------------------------------- one pass
+
+
+def test_saving_a_recording_decodes_and_assembles_its_stream_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    # a call that never commits, and a forwarded key echoed in pieces: every question is
+    # asked (as received? echoed? the reproducer), each answered from one decoding
+    from toollatch.redaction import export
+    from toollatch.web.live import reading as reading_module
+    from toollatch.web.live.recordings import save_recording
+    from toollatch.web.store import Store
+
+    key = "sk-echo-Abc123Def456Ghi789"
+    pieces = [key[i : i + 7] for i in range(0, len(key), 7)]
+    data = b"".join(chat({"content": p}) for p in pieces) + CALL
+    counts = {"decode": 0, "assemble": 0, "read": 0, "stream_data": 0, "search": 0}
+
+    def counted(name: str, real: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return real(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(export, "iter_capture", counted("decode", export.iter_capture))
+    monkeypatch.setattr(export, "Pipeline", counted("assemble", export.Pipeline))
+    monkeypatch.setattr(export, "EventRedactor", counted("read", export.EventRedactor))
+    monkeypatch.setattr(reading_module, "echoed_in_texts", counted("search", reading_module.echoed_in_texts))
+    real_stream = LiveSource.stream_data
+    monkeypatch.setattr(LiveSource, "stream_data", property(counted("stream_data", real_stream.fget)))
+
+    session = finished(data)
+    assert [c.state.value for r in session.pipeline.results() for c in r.calls] == ["failed"]
+    store = Store(tmp_path)
+    try:
+        rid = save_recording(store, session, [key])
+        stored = store.get(rid)
+    finally:
+        store.close()
+    assert stored is not None and stored.meta["download"] == "redacted" and session.echoed_secret
+    assert key.encode() not in (stored.body or b"") and not any(p.encode() in (stored.body or b"") for p in pieces)
+    # one decoding, one assembly, one reading (plus the masked writing), one search of the joined text
+    assert counts == {"decode": 1, "assemble": 1, "read": 2, "stream_data": 1, "search": 1}
+
+    counts.update(dict.fromkeys(counts, 0))
+    stepped = asyncio.run(read_in_steps(finished(data), [key], step=2))
+    assert stepped.echoed and stepped.reproducer and not stepped.as_received
+    assert counts == {"decode": 1, "assemble": 1, "read": 2, "stream_data": 1, "search": 1}
+
+
+def test_a_recording_kept_as_received_is_decoded_once_and_never_assembled(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toollatch.redaction import export
+
+    counts = {"decode": 0, "assemble": 0}
+    real_iter, real_pipeline = export.iter_capture, export.Pipeline
+
+    def decode(*args: Any, **kwargs: Any) -> Any:
+        counts["decode"] += 1
+        return real_iter(*args, **kwargs)
+
+    def assemble(*args: Any, **kwargs: Any) -> Any:
+        counts["assemble"] += 1
+        return real_pipeline(*args, **kwargs)
+
+    monkeypatch.setattr(export, "iter_capture", decode)
+    monkeypatch.setattr(export, "Pipeline", assemble)
+    reading = read_recording(finished(CALL + END), ["sk-never-echoed-0123456789"])
+    assert (reading.as_received, reading.echoed, reading.reproducer) == (True, False, None)
+    assert counts == {"decode": 1, "assemble": 0}
+
+
+# ---------------------------------------------------------------------- the joined text
+
+KEY = "sk-echo-Abc123Def456Ghi789"
+
+
+def _chat(delta: dict[str, object]) -> dict[str, object]:
+    return {"choices": [{"index": 0, "delta": delta}]}
+
+
+def _sse(*events: object) -> bytes:
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+
+
+def _args(*fragments: str) -> bytes:
+    start = _chat({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": ""}}]})
+    return _sse(start, *(_chat({"tool_calls": [{"index": 0, "function": {"arguments": f}}]}) for f in fragments))
+
+
+def echoed(data: bytes) -> bool:
+    return read_recording(finished(data), [KEY]).echoed
+
+
+def test_unescape() -> None:
+    assert unescape('a\\u0041\\"\\\\\\n') == 'aA"\\\n'
+
+
+def test_found_in_text_pieces_arguments_and_escaped_forms() -> None:
+    pieces = [KEY[i : i + 7] for i in range(0, len(KEY), 7)]
+    assert echoed(_sse(*(_chat({"content": p}) for p in pieces)))
+    assert echoed(_args('{"k": "', *pieces, '"}'))
+    escaped = "".join(f"\\u{ord(c):04x}" for c in KEY)  # every character \u-escaped in argument text
+    assert echoed(_args('{"k": "' + escaped[:20], escaped[20:] + '"}'))
+    assert not echoed(_args('{"k": "', KEY[:10], "and", KEY[10:], '"}'))
+    assert not echoed(_sse(_chat({"content": "nothing here"})))

@@ -1,0 +1,254 @@
+"""A finished live session's recording, read through once to decide what is kept.
+
+Saving a recording reads the stream the session assembled (``stream_data``) exactly once
+(:class:`RecordingReading`, driving one :class:`toollatch.redaction.export.CaptureReading`):
+its bytes are decoded once and each provider event is read once, which answers three
+questions together:
+
+* may it be downloaded as received (:func:`download_as_received`: every place of argument
+  text in it must be text a call took, and every call committed);
+* is a forwarded credential echoed in the stream's joined text (:func:`echoed_in_texts`):
+  an upstream can echo the API key it was sent split over several chunks (four
+  ``delta.content`` pieces, a call's argument fragments), so that no single event, and no
+  run of the raw bytes, holds it whole. The text is joined the way a reader would see it —
+  each string field's pieces in order (assistant text, reasoning, every provider field),
+  and each call's argument text as the assembler took it — and every forwarded value is
+  looked for there, in its JSON-escaped and ``\\u``-escaped forms too (the joined text is
+  also read with JSON escapes undone, once and twice: argument text is JSON inside a JSON
+  event);
+* when either answer says the bytes may not be kept, the redacted reproducer
+  (:func:`toollatch.redaction.export.redact_capture` of the stream, judged by the session's
+  tools and settings), made from the events already decoded.
+
+:func:`read_in_steps` does that work :data:`CHECK_STEP_EVENTS` provider events at a time,
+each step in a worker thread, one step after another: the event loop never runs the work
+itself, since one provider event can be tens of MiB (a whole tool call's arguments in one
+delta, a non-streaming body) and reading it through takes seconds. A step holds the
+interpreter for at most ``sys.getswitchinterval()`` at a time while the loop waits for it.
+:func:`read_recording` gives the same answer in one go (blocking).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from toollatch.core.model import CallState
+from toollatch.redaction.export import CaptureReading
+from toollatch.wire.capture import DONE, CaptureError, ProviderEvent
+from toollatch.wire.retell import untold_arguments
+
+from toollatch.web.live.credentials import MIN_SECRET_BYTES
+from toollatch.web.live.session import LiveSession
+
+#: Quirks that mean the assembler left argument text aside (after a stream's end, after a
+#: call's end, deltas a differing final text replaced, a later final text unlike the first,
+#: a delta after the final text): such a recording holds text no call committed.
+TEXT_LEFT_ASIDE = frozenset({
+    "op_after_stream_end", "chunk_after_stream_end", "fragment_after_call_ended",
+    "done_arguments_differ", "final_arguments_differ", "delta_after_done",
+})
+#: Provider events :func:`read_in_steps` reads between two yields to the event loop
+#: (about half a millisecond of work for chunks of a few hundred bytes).
+CHECK_STEP_EVENTS = 16
+#: What the reader cannot read through: such a recording is never kept as received.
+READ_FAULTS = (CaptureError, ValueError, RecursionError)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one reading of a recording decided.
+
+    ``as_received``: the bytes may be downloaded as received (:func:`download_as_received`);
+    ``echoed``: a forwarded credential is in the stream's joined text (or the session saw
+    one in an event); ``reproducer``: the redacted reproducer the recording keeps instead of
+    the bytes (``b""`` when it cannot be made), None when the bytes are kept."""
+
+    as_received: bool
+    echoed: bool
+    reproducer: bytes | None
+
+
+class RecordingReading:
+    """One reading of a finished ``session``'s recording (see the module); ``secrets``: the
+    forwarded credential values to look for (:func:`~toollatch.web.live.credentials.secret_values`).
+
+    :meth:`steps` does the work, yielding after each provider event (and each event of the
+    reproducer); :attr:`reading` is the answer once it is read through. Never raises for a
+    recording that cannot be read: it is then not kept as received, is said to hold a
+    credential when one is looked for, and keeps an empty reproducer."""
+
+    def __init__(self, session: LiveSession, secrets: list[str], *, reproduce: bool = True) -> None:
+        self._session = session
+        self._wanted = [s for s in secrets if len(s.encode("utf-8", "ignore")) >= MIN_SECRET_BYTES]
+        self._reproduce = reproduce  # False: the reproducer is not wanted (nor made)
+        self.reading: Reading | None = None
+
+    def steps(self) -> Iterator[None]:
+        session = self._session
+        decided = _decided_without_reading(session)
+        look = bool(self._wanted) and not session.echoed_secret
+        if decided is not None and not look and (decided or not self._reproduce):
+            self.reading = Reading(decided, session.echoed_secret, None)
+            return
+        src = session.live_source
+        reading = CaptureReading(src.stream_data, src.name, session.pipeline.dialect)
+        fields: dict[tuple[Any, ...], list[str]] = {}
+        try:
+            for event in reading.read():
+                if look:
+                    _leaves(event, fields)
+                yield None
+        except READ_FAULTS:  # cannot be read through: never as received, nor any reproducer of it
+            self.reading = Reading(False, session.echoed_secret or look, b"" if self._reproduce else None)
+            return
+        as_received = decided if decided is not None else not reading.stray
+        echoed = session.echoed_secret or (look and echoed_in_texts(_joined(fields, reading), self._wanted))
+        reproducer = None
+        if self._reproduce and (echoed or not as_received):
+            lines: list[str] = []
+            try:
+                for line in reading.lines(registry=session.pipeline.registry, config=session.pipeline.config):
+                    lines.append(line)
+                    yield None
+                reproducer = CaptureReading.reproducer(lines)
+            except READ_FAULTS:
+                reproducer = b""
+        self.reading = Reading(as_received, echoed, reproducer)
+
+
+def read_recording(session: LiveSession, secrets: list[str]) -> Reading:
+    """:class:`RecordingReading` of ``session`` read through in one go (blocking: on the
+    event loop, use :func:`read_in_steps`)."""
+    reader = RecordingReading(session, secrets)
+    for _ in reader.steps():
+        pass
+    assert reader.reading is not None
+    return reader.reading
+
+
+async def read_in_steps(session: LiveSession, secrets: list[str], step: int = CHECK_STEP_EVENTS) -> Reading:
+    """:func:`read_recording`, ``step`` provider events at a time, each step in a worker
+    thread (never on the event loop). Same answer."""
+    reader = RecordingReading(session, secrets)
+    work = reader.steps()
+    while await asyncio.to_thread(_advance, work, step):
+        pass
+    assert reader.reading is not None
+    return reader.reading
+
+
+def _advance(work: Iterator[None], step: int) -> bool:
+    """Run ``step`` steps of ``work``; False once it is done."""
+    return sum(1 for _ in islice(work, step)) > 0
+
+
+def download_as_received(session: LiveSession) -> bool:
+    """Whether the recording may be downloaded as received: only when it holds no argument
+    text of a call that did not commit (the rule *Reveal text* follows). That is, the stream
+    ended normally, every call committed, no quirk says text was left aside
+    (:data:`TEXT_LEFT_ASIDE`) and every place of argument text in the recording is text a
+    call took before its stream's end (:func:`toollatch.redaction.export.stray_argument_text`: not a
+    call after ``[DONE]``, nor a place no adapter reads; for a non-streaming body, nor a
+    call its re-told stream leaves out, :func:`toollatch.wire.retell.untold_arguments`); or the
+    upstream answered an HTTP error whose body (not a stream) was never assembled. Otherwise
+    the download is the redacted reproducer (:func:`toollatch.web.live.recordings.redacted_recording`).
+    Reads the whole recording in one go (:func:`read_recording`, no reproducer made)."""
+    reader = RecordingReading(session, [], reproduce=False)
+    for _ in reader.steps():
+        pass
+    assert reader.reading is not None
+    return reader.reading.as_received
+
+
+def _decided_without_reading(session: LiveSession) -> bool | None:
+    """The answer of :func:`download_as_received` when it does not depend on reading the stream through, else None."""
+    src = session.live_source
+    if session.end_kind != "complete":
+        return session.end_kind == "error" and session.upstream_error and session.position == 0 and "event-stream" not in (src.content_type or "")
+    results = session.pipeline.results()
+    if not all(c.state is CallState.COMMITTED for r in results for c in r.calls):
+        return False
+    if any(q in TEXT_LEFT_ASIDE for r in results for q in r.quirks):
+        return False
+    try:
+        if src.json_body and untold_arguments(session.pipeline.dialect or src.dialect, src.data):
+            return False  # argument text the re-told stream leaves out: no call took it
+    except READ_FAULTS:
+        return False
+    return None
+
+
+# ---------------------------------------------------------------------- the joined text
+
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
+_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
+
+
+def unescape(text: str) -> str:
+    """``text`` with JSON escapes undone (``\\u0041`` → ``A``, ``\\"`` → ``"``); text that is
+    not an escape is kept as it is."""
+
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code[0] == "u" and len(code) == 5:
+            return chr(int(code[1:], 16))
+        return _SIMPLE.get(code, code)
+
+    return _ESCAPE.sub(one, text) if "\\" in text else text
+
+
+def echoed_in_texts(texts: Iterator[str], secrets: list[str]) -> bool:
+    """Whether a value of ``secrets`` is in one of the joined ``texts`` as it is or with its
+    JSON escapes undone (once or twice)."""
+    for text in texts:
+        once = unescape(text)
+        for form in {text, once, unescape(once)}:
+            if any(secret in form for secret in secrets):
+                return True
+    return False
+
+
+def _leaves(event: ProviderEvent, out: dict[tuple[Any, ...], list[str]]) -> None:
+    """Add each string (and object key) of ``event`` to the pieces of its path (with the event type)."""
+    if event.error is not None or event.data is None or event.data == DONE:
+        return
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(event.data, (event.event,))]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            out.setdefault(where, []).append(node)
+        elif isinstance(node, dict):
+            for key, item in node.items():
+                out.setdefault(where + ("<key>",), []).append(str(key))
+                stack.append((item, where + (key,)))
+        elif isinstance(node, list):
+            stack.extend((item, where + (i,)) for i, item in enumerate(node))
+
+
+def _joined(fields: dict[tuple[Any, ...], list[str]], reading: CaptureReading) -> Iterator[str]:
+    """Every joined text of the stream: each string field's pieces across events, then each
+    call's argument text as the assembler took it (its fragments, and a whole text)."""
+    for pieces in fields.values():
+        yield "".join(pieces)
+    for fragments, whole in reading.recorder.texts.values():
+        yield "".join(fragments)
+        if whole:
+            yield whole
+
+
+__all__ = [
+    "CHECK_STEP_EVENTS",
+    "TEXT_LEFT_ASIDE",
+    "Reading",
+    "RecordingReading",
+    "download_as_received",
+    "echoed_in_texts",
+    "read_in_steps",
+    "read_recording",
+    "unescape",
+]
