@@ -34,56 +34,18 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toollatch.wire.capture import CaptureError, ProviderEvent
 from toollatch.core.config import AssembleConfig
-from toollatch.core.history import Message, build_history
 from toollatch.wire.intake import PushDecoder
-from toollatch.core.model import CallState, CommittedCall, StreamEndKind, StreamResult, ToolResult
 from toollatch.core.pipeline import Pipeline
 from toollatch.redaction.redact import AssemblyEvent
 from toollatch.core.registry import BUILTIN_CLIENT_TOOLS, ToolRegistry
 from toollatch.observe.telemetry import endpoint as telemetry_endpoint
 from toollatch.observe.telemetry import turn_spans
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """What one latched response came to.
-
-    ``committed``: the client calls that passed the latch, in finalize order (each a
-    :class:`~toollatch.core.model.CommittedCall`: ``call_id``, ``name``, ``arguments`` parsed).
-    ``results``: one error :class:`~toollatch.core.model.ToolResult` per client call that did
-    not commit (``is_error`` true, paired with its ``tool_call_id``). ``end``: how the last
-    stream ended (``complete``, ``truncated``, ``error``, ``cancelled``; None when no provider
-    stream was recognised, then ``error`` says why). ``streams``: every stream's full record
-    (``toollatch assemble --json``'s document, as :class:`~toollatch.core.model.StreamResult`).
-    """
-
-    dialect: str | None
-    end: StreamEndKind | None
-    streams: tuple[StreamResult, ...]
-    committed: tuple[CommittedCall, ...]
-    results: tuple[ToolResult, ...]
-    error: str | None = None
-
-    def history(self, executed: Mapping[str, ToolResult | str] | None = None) -> list[Message]:
-        """The finalized turn for the next request, in the dialect's own message shape
-        (:func:`toollatch.core.history.build_history`): one assistant message with every
-        finalized client call, then exactly one result per call.
-
-        ``executed`` maps a committed call's ``tool_call_id`` to what running it gave (a
-        :class:`~toollatch.core.model.ToolResult`, or its text as a successful result); a
-        committed call without an entry is listed without a result (still to run).
-        """
-        done = {cid: r if isinstance(r, ToolResult) else ToolResult(cid, False, str(r)) for cid, r in (executed or {}).items()}
-        out: list[Message] = []
-        for stream in self.streams:
-            out += build_history(stream, done)
-        return out
+from toollatch.client.turn import Turn, turn_of
 
 
 def _config(config: AssembleConfig | Mapping[str, Any] | str | Path | None) -> AssembleConfig | None:
@@ -328,27 +290,12 @@ class Latched:
                     out += self.pipeline.close()  # a stream cut by an unreadable input ends truncated
             except CaptureError as exc:
                 self._error = self._error or str(exc)
-            self._turn = self._build_turn()
+            self._turn = turn_of(self.pipeline, self._error)
             self._mirrored(out)
         if self._mirror is not None:
             self._mirror.end(self._turn)
         if self._telemetry is not None:
             self._telemetry.export(turn_spans(self._turn.streams, self._began_ns, time.time_ns(), origin="latch"))
-
-    def _build_turn(self) -> Turn:
-        pipeline = self.pipeline
-        streams = tuple(pipeline.results())
-        committed: list[CommittedCall] = []
-        results: list[ToolResult] = []
-        for index, stream in enumerate(streams):
-            for call in stream.calls:
-                if call.executor == "client" and call.state is CallState.COMMITTED:
-                    done = pipeline.committed(index, call.key)
-                    if done is not None:
-                        committed.append(done)
-            results += stream.results
-        end = streams[-1].end if streams else None
-        return Turn(pipeline.dialect, end, streams, tuple(committed), tuple(results), self._error)
 
 
 def _telemetry(config: AssembleConfig | None) -> Any:
