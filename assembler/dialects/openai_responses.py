@@ -15,13 +15,13 @@ Tool items, who runs each and where its argument text is: :mod:`.responses_items
 ``apply_patch_call``, ``computer_call`` are run by the client and each owes one result;
 ``mcp_call``, a hosted ``shell_call`` and xAI's own search sub-tools by the provider).
 
-Keying: a call is ``(output_index,)``; ``item_id`` is mapped to that key when the item is
-added and wins over a disagreeing ``output_index``. A further item at an ``output_index``
-already used (quirk ``output_index_reused``) is keyed ``(output_index, n)``, so two items
-never share a buffer: events naming an ``item_id`` go to that item, events without one go to
-the index's single item that has not ended, and when several have not ended the stream
-cannot be read (a stream error, every open call fails). ``output_item.done`` is the block
-stop.
+Keying (:mod:`.responses_routing`): a call is ``(output_index,)``; ``item_id`` is mapped to
+that key when the item is added and wins over a disagreeing ``output_index``. A further item
+at an ``output_index`` already used (quirk ``output_index_reused``) is keyed
+``(output_index, n)``, so two items never share a buffer: events naming an ``item_id`` go to
+that item, events without one go to the index's single item that has not ended, and when
+several have not ended the stream cannot be read (a stream error, every open call fails).
+``output_item.done`` is the block stop.
 
 **The finalized arguments are authoritative; deltas are a preview.** The first finalized
 text of an item (``.done``, else ``output_item.done``, else the item in
@@ -56,8 +56,6 @@ name is checked.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
 from typing import Any
 
 from toollatch.core import jsontext
@@ -67,7 +65,6 @@ from toollatch.core.model import (
     ArgsFragment,
     BlockStop,
     CallIdentity,
-    CallKey,
     CallStart,
     CallTruncated,
     Op,
@@ -80,21 +77,8 @@ from toollatch.core.model import (
 from toollatch.dialects import responses_items as items
 from toollatch.dialects.base import check_strict, provider_error
 from toollatch.dialects.ends import end_ops
+from toollatch.dialects.responses_routing import Item, ItemRouter, Unroutable
 from toollatch.dialects.responses_items import _DELTAS, _DONES, _PREVIEWS, _WRAP_CLOSE, _WRAP_OPEN, KINDS, TOOL_ITEMS, digest as _digest, escape as _escape
-
-@dataclass
-class _Item:
-    key: CallKey
-    kind: str
-    item_id: str | None
-    call_id: str | None = None
-    name: str | None = None
-    digest: Any = field(default_factory=hashlib.sha256)
-    deltas: int = 0
-    final: bytes | None = None  # digest of the finalized text, once one was used
-    wrap_open: bool = False  # custom tool: '{"input":"' sent, '"}' owed
-    stopped: bool = False
-
 
 class OpenAIResponsesAdapter:
     """Translates Responses API stream events into ops."""
@@ -105,14 +89,7 @@ class OpenAIResponsesAdapter:
         self._started = False
         self._ended = False
         self._response_id: str | None = None
-        self._items: dict[CallKey, _Item] = {}
-        self._by_item_id: dict[str, CallKey] = {}
-        self._by_call_id: dict[str, CallKey] = {}
-        self._at_index: dict[int, list[CallKey]] = {}  # output_index -> its items' keys, in order
-        # output_index -> its items that have not ended, and those of them without an item_id
-        # (ordered sets): an event is routed in O(1) however many items share an index
-        self._live_at: dict[int, dict[CallKey, None]] = {}
-        self._unnamed_at: dict[int, dict[CallKey, None]] = {}
+        self._items = ItemRouter()  # the response's tool items, by key, item id, call id and output_index
 
     def feed(self, event: ProviderEvent) -> list[Op]:
         data = event.data
@@ -121,7 +98,7 @@ class OpenAIResponsesAdapter:
         kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
         try:
             return self._event(kind, data, event)
-        except _Unroutable as exc:
+        except Unroutable as exc:
             self._ended = True
             return [StreamError(str(exc))]
 
@@ -172,8 +149,7 @@ class OpenAIResponsesAdapter:
         if self._started and not self._ended:
             ops.append(StreamTruncated("a new response.created arrived before response.completed"))
         self._started, self._ended = True, False
-        self._items, self._by_item_id, self._by_call_id, self._at_index = {}, {}, {}, {}
-        self._live_at, self._unnamed_at = {}, {}
+        self._items = ItemRouter()
         response = data.get("response") if isinstance(data.get("response"), dict) else {}
         self._response_id = response.get("id") if isinstance(response.get("id"), str) else None
         ops.append(StreamStart({"response_id": response.get("id"), "model": response.get("model")}))
@@ -187,7 +163,7 @@ class OpenAIResponsesAdapter:
             return [StreamError(f"{item.get('type')} item added without an integer output_index")]
         ops: list[Op] = []
         item_id = item.get("id")
-        if isinstance(item_id, str) and item_id in self._by_item_id:
+        if isinstance(item_id, str) and self._items.has_item_id(item_id):
             ops.append(Quirk("output_item_added_repeated"))  # the same item again: not a new call
             return ops
         self._start(item, index, ops, event)
@@ -245,12 +221,12 @@ class OpenAIResponsesAdapter:
         for index, item_obj in enumerate(output):
             if not isinstance(item_obj, dict) or item_obj.get("type") not in TOOL_ITEMS:
                 continue
-            item = self._known(item_obj)
+            item = self._items.known(item_obj.get("id"), items.identity(item_obj)[0])
             if item is None:
                 if item_obj.get("id") is None and items.identity(item_obj)[0] is None:
                     continue  # nothing names it: it cannot be told from the items streamed
                 ops.append(Quirk("item_only_in_response_completed"))
-                item = self._start(item_obj, index if index not in self._at_index else max(self._at_index) + 1, ops, event)
+                item = self._start(item_obj, self._items.free_index(index), ops, event)
                 value = items.argument_value(item_obj)
                 item.final = _digest(value if isinstance(value, str) else jsontext.dumps(value))  # final, whole with its start
                 continue
@@ -261,7 +237,7 @@ class OpenAIResponsesAdapter:
     def _finish(self, op: Op) -> list[Op]:
         ops: list[Op] = []
         if isinstance(op, StreamEnd):
-            for item in self._items.values():
+            for item in self._items.all():
                 if item.wrap_open:  # close custom-tool wrappers whose item.done never came
                     item.wrap_open = False
                     ops.append(ArgsFragment(item.key, _WRAP_CLOSE))
@@ -273,24 +249,12 @@ class OpenAIResponsesAdapter:
 
     # ------------------------------------------------------------------ helpers
 
-    def _start(self, item_obj: dict[str, Any], index: int, ops: list[Op], event: ProviderEvent | None = None) -> _Item:
+    def _start(self, item_obj: dict[str, Any], index: int, ops: list[Op], event: ProviderEvent | None = None) -> Item:
         kind = item_obj["type"]
         call_id, name = items.identity(item_obj)
-        used = self._at_index.setdefault(index, [])
-        if used:
-            ops.append(Quirk("output_index_reused"))
-        key: CallKey = (index, len(used)) if used else (index,)
-        used.append(key)
         item_id = item_obj.get("id") if isinstance(item_obj.get("id"), str) and item_obj.get("id") else None
-        item = _Item(key, kind, item_id, call_id, name)
-        self._items[key] = item
-        self._live_at.setdefault(index, {})[key] = None
-        if item_id is not None:
-            self._by_item_id[item_id] = key
-        else:
-            self._unnamed_at.setdefault(index, {})[key] = None
-        if call_id is not None:
-            self._by_call_id.setdefault(call_id, key)
+        item = self._items.add(kind, index, item_id, call_id, name, ops)
+        key = item.key
         value = items.argument_value(item_obj)
         whole = items.as_text(kind, value, ops)
         ops.append(CallStart(key, call_id, name, items.executor(item_obj, self._response_id), whole, item=kind))
@@ -300,7 +264,7 @@ class OpenAIResponsesAdapter:
             ops.append(Quirk("custom_tool_input_wrapped"))
         return item
 
-    def _identify(self, item: _Item, item_obj: dict[str, Any], ops: list[Op]) -> None:
+    def _identify(self, item: Item, item_obj: dict[str, Any], ops: list[Op]) -> None:
         """Set the call id and name a finalized item gives, where the call has none yet; a
         call id unlike the provisional one replaces it (the final item is authoritative)."""
         call_id, name = items.identity(item_obj)
@@ -310,55 +274,27 @@ class OpenAIResponsesAdapter:
             final = bool(new_id and item.call_id)
             item.call_id, item.name = new_id or item.call_id, item.name or new_name
             if new_id:
-                self._by_call_id.setdefault(new_id, item.key)
+                self._items.call_id(new_id, item)
             ops.append(CallIdentity(item.key, new_id, new_name, final=final))
 
-    def _known(self, item_obj: dict[str, Any]) -> _Item | None:
-        """The streamed item ``item_obj`` (a whole item) is, by its item id, else its call id."""
-        item_id, call_id = item_obj.get("id"), items.identity(item_obj)[0]
-        key = self._by_item_id.get(item_id) if isinstance(item_id, str) else None
-        if key is None and call_id is not None:
-            key = self._by_call_id.get(call_id)
-        return self._items[key] if key is not None else None
+    def _find(self, data: dict[str, Any], kind: str, ops: list[Op], quiet: bool = False) -> Item | None:
+        """The item an event belongs to (:meth:`ItemRouter.find`); unless ``quiet``, an
+        unknown one at an ``output_index`` is started (quirk ``delta_before_output_item_added``).
 
-    def _find(self, data: dict[str, Any], kind: str, ops: list[Op], quiet: bool = False) -> _Item | None:
-        """The item an event belongs to; ``quiet``: None instead of starting an unknown one.
-
-        Raises :class:`_Unroutable` when the event names no ``item_id`` and several items
+        Raises :class:`Unroutable` when the event names no ``item_id`` and several items
         at its ``output_index`` have not ended.
         """
+        item = self._items.find(data, kind, ops)
+        if item is not None or quiet:
+            return item
         item_id, index = data.get("item_id"), data.get("output_index")
-        item_id = item_id if isinstance(item_id, str) and item_id else None
-        key = self._by_item_id.get(item_id) if item_id is not None else None
-        if key is not None:
-            if isinstance(index, int) and index != key[0]:
-                ops.append(Quirk("output_index_mismatch"))
-            return self._items[key]
-        has_index = isinstance(index, int) and not isinstance(index, bool)
-        if has_index and index in self._at_index:
-            if item_id is None:
-                live = self._live_at.get(index) or {}
-                if len(live) > 1:
-                    raise _Unroutable(f"{kind} event without item_id at output_index {index}, where {len(live)} items are open")
-                # the one open item, else the newest (an ended item: its text after the stop fails it)
-                return self._items[next(iter(live)) if live else self._at_index[index][-1]]
-            unnamed = self._unnamed_at.get(index) or {}
-            if len(unnamed) > 1:
-                raise _Unroutable(f"{kind} event for a new item_id at output_index {index}, where {len(unnamed)} items have none")
-            if unnamed:  # the item was added without its id
-                item = self._items[unnamed.popitem()[0]]
-                item.item_id = item_id
-                self._by_item_id[item_id] = item.key
-                return item
-        if quiet:
-            return None
-        if not has_index:
+        if not isinstance(index, int) or isinstance(index, bool):
             ops.append(StreamError(f"{kind} delta for an unknown item without output_index"))
             return None
         ops.append(Quirk("delta_before_output_item_added"))
-        return self._start({"type": kind, "id": item_id}, index, ops)
+        return self._start({"type": kind, "id": item_id if isinstance(item_id, str) and item_id else None}, index, ops)
 
-    def _settle(self, item: _Item, value: Any, event: ProviderEvent) -> list[Op]:
+    def _settle(self, item: Item, value: Any, event: ProviderEvent) -> list[Op]:
         """Use or compare a finalized text (see the module docstring)."""
         ops: list[Op] = []
         json_value = value is not None and not isinstance(value, str)
@@ -389,21 +325,15 @@ class OpenAIResponsesAdapter:
             check_strict(item.key, event, ops)  # the event's parse may have hidden a duplicate key
         return ops
 
-    def _stop(self, item: _Item) -> list[Op]:
+    def _stop(self, item: Item) -> list[Op]:
         ops: list[Op] = []
         if item.wrap_open:
             item.wrap_open = False
             ops.append(ArgsFragment(item.key, _WRAP_CLOSE))
         if not item.stopped:
-            item.stopped = True
-            self._live_at[item.key[0]].pop(item.key, None)
-            self._unnamed_at.get(item.key[0], {}).pop(item.key, None)
+            self._items.stopped(item)
             ops.append(BlockStop(item.key))
         return ops
-
-
-class _Unroutable(Exception):
-    """An event that could belong to more than one item: the stream cannot be read."""
 
 
 __all__ = ["TOOL_ITEMS", "OpenAIResponsesAdapter"]
