@@ -12,7 +12,7 @@ adapter reads argument text, whether it arrives as a string or as a JSON value:
 * OpenAI Responses: argument and custom tool input ``.delta``/``.done`` events, and the
   ``arguments``/``input``/``action``/``operation`` of every output item (``output_item.added``/``.done``, the
   ``response`` of ``response.created``/``.completed``...);
-* Gemini: ``functionCall.args`` and ``partialArgs[].stringValue`` (``jsonPath``, numbers,
+* Gemini (:mod:`.gemini_mask`): ``functionCall.args`` and ``partialArgs[].stringValue`` (``jsonPath``, numbers,
   booleans kept); a candidate's ``finishMessage`` (it can quote a malformed call);
 * Cohere: ``delta.message.tool_calls.function.arguments`` of ``tool-call-start``/``-delta``.
 
@@ -33,13 +33,11 @@ import binascii
 from typing import Any
 
 from toollatch.core import jsontext
-from toollatch.dialects.ends import shown_reason
 from toollatch.dialects.responses_items import KINDS
-from toollatch.redaction.places import PlaceMasker, is_empty as _empty, mask_text as _text
-from toollatch.redaction.redactor import escaped_placeholder, mask_arguments, mask_value, placeholder
-from toollatch.dialects.gemini import PartialArgsError, parse_json_path
-from toollatch.redaction.published import StringPieces
-from toollatch.redaction.scalarmask import KeyNames, MaskPlan, mask_scalars_value
+from toollatch.redaction.gemini_mask import GeminiMasker
+from toollatch.redaction.places import mask_reason, mask_text as _text
+from toollatch.redaction.redactor import mask_arguments, mask_value
+from toollatch.redaction.scalarmask import MaskPlan
 from toollatch.wire.untrusted import parse_json
 
 
@@ -50,16 +48,7 @@ _ACTION_ITEMS = frozenset(kind for kind, k in KINDS.items() if not k.streams)
 _CHOICE_READ = frozenset({"index", "delta", "message", "finish_reason", "logprobs", "content_filter_results", "content_filter_offsets"})
 
 
-def _reason(value: Any) -> Any:
-    """A stop reason as a reproducer keeps it: a word from the provider's list as is; free
-    text (it could quote a call's arguments) as a placeholder of its byte length that is
-    still no word (a leading space), so the replay names it unrecognised just the same."""
-    if not isinstance(value, str) or shown_reason(value) == value:
-        return value
-    return " " + placeholder(value)[1:]
-
-
-class DialectMasker(PlaceMasker):
+class DialectMasker(GeminiMasker):
     """Masks one dialect's events; :attr:`ledger` records which argument text calls took."""
 
     METHODS = {
@@ -74,8 +63,6 @@ class DialectMasker(PlaceMasker):
 
     def __init__(self, dialect: str, plan: MaskPlan | None = None, *, record: bool = False) -> None:
         super().__init__(plan, record=record)
-        self._path_keys = KeyNames()  # Gemini partialArgs member names of calls that did not commit
-        self.pieces = StringPieces(record=record)  # Gemini stringValue pieces, by the string they make up
         self._method = getattr(self, self.METHODS[dialect])
 
     # ------------------------------------------------------------------ OpenAI Chat
@@ -93,7 +80,7 @@ class DialectMasker(PlaceMasker):
                     self.ledger.ignored(f"{self._where} (message tool_calls)")
                 choice["message"] = mask_value(message)
             if "finish_reason" in choice:
-                choice["finish_reason"] = _reason(choice["finish_reason"])
+                choice["finish_reason"] = mask_reason(choice["finish_reason"])
             if choice.get("logprobs") is not None:  # tokens (and their bytes) of the text
                 choice["logprobs"] = None
             for field in list(choice):
@@ -140,7 +127,7 @@ class DialectMasker(PlaceMasker):
             delta = data["delta"]
             for field in list(delta):
                 if field == "stop_reason":
-                    delta[field] = _reason(delta[field])
+                    delta[field] = mask_reason(delta[field])
                 elif field != "type":
                     delta[field] = _text(delta[field])  # stop_sequence: the text that stopped it
         elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
@@ -172,7 +159,7 @@ class DialectMasker(PlaceMasker):
             if not isinstance(body, dict):
                 continue
             if kind == "messageStop" and "stopReason" in body:
-                body["stopReason"] = _reason(body["stopReason"])
+                body["stopReason"] = mask_reason(body["stopReason"])
             if kind == "contentBlockStart" and isinstance(body.get("start"), dict):
                 tool = body["start"].get("toolUse")
                 if isinstance(tool, dict):
@@ -278,92 +265,12 @@ class DialectMasker(PlaceMasker):
                 out[field] = _text(value)
         return out
 
-    # ------------------------------------------------------------------ Gemini
-
-    def gemini(self, data: dict[str, Any]) -> None:
-        for position, candidate in enumerate(self.objects(data, "candidates")):
-            index = candidate.get("index", position)
-            index = index if isinstance(index, int) and not isinstance(index, bool) else position
-            for field in list(candidate):
-                if field == "finishReason":
-                    candidate[field] = _reason(candidate[field])
-                elif field not in ("content", "index", "safetyRatings", "tokenCount", "avgLogprobs"):
-                    candidate[field] = _text(candidate[field])  # finishMessage, grounding, citations
-            content = candidate.get("content")
-            if not isinstance(content, dict):
-                if content is not None:
-                    candidate["content"] = self.unread(content, "content")
-                continue
-            for part in self.objects(content, "parts"):
-                for field in list(part):
-                    if field == "functionCall" and isinstance(part[field], dict):
-                        self._function_call(index, part[field])
-                    elif field == "functionCall":
-                        part[field] = self.unread(part[field], "functionCall")
-                    elif field != "thought":
-                        part[field] = _text(part[field])
-
-    def _function_call(self, candidate: int, call: dict[str, Any]) -> None:
-        if self.ledger.ended_before_event and any(not _empty(call.get(k)) for k in ("args", "partialArgs")):
-            self.ledger.ignored(f"{self._where} (functionCall)", "argument text after the stream's end")
-        every = self.plan is None or self.plan.any_failed  # which call's text it is is not told here
-        self.pieces.call(candidate, call.get("name"))
-        for field in list(call):
-            value = call[field]
-            if field == "args":
-                keep = self.plan.published_for(call.get("name")) if self.plan is not None else frozenset()
-                call[field] = mask_scalars_value(value) if every else mask_arguments(value, keep=keep)
-            elif field == "partialArgs" and isinstance(value, list):
-                for i, entry in enumerate(value):
-                    if not isinstance(entry, dict):
-                        value[i] = mask_arguments(entry)
-                        continue
-                    path = entry.get("jsonPath")  # as written (it may be masked below)
-                    for name in entry:
-                        if name == "jsonPath" and every:
-                            entry[name] = self._masked_path(entry[name])
-                        elif name == "numberValue" and every and isinstance(entry[name], (int, float)) and not isinstance(entry[name], bool):
-                            entry[name] = mask_scalars_value(entry[name])
-                        elif name == "stringValue" and isinstance(entry[name], str) and self._kept_piece(candidate, path, entry[name], every):
-                            pass  # a piece of a string the call's tool publishes
-                        elif name not in ("jsonPath", "numberValue", "boolValue", "nullValue", "willContinue"):
-                            entry[name] = escaped_placeholder(entry[name]) if isinstance(entry[name], str) else mask_arguments(entry[name])
-            elif field not in ("name", "id", "willContinue"):
-                call[field] = mask_arguments(value)
-
-    def _kept_piece(self, candidate: int, path: Any, text: str, every: bool) -> bool:
-        """Whether ``text``, a ``stringValue`` at ``path``, is a piece of a string its committed
-        call's tool publishes (every piece is followed, so strings number alike on each reading)."""
-        try:
-            segments = parse_json_path(path)
-        except PartialArgsError:
-            return False
-        number = self.pieces.piece(candidate, segments, text)
-        return not every and self.plan is not None and number in self.plan.kept_pieces
-
-    def _masked_path(self, path: Any) -> Any:
-        """A ``partialArgs`` jsonPath with every member name (an argument key) masked: the
-        same name, the same placeholder of its length; indexes kept. A path the adapter
-        cannot read is masked whole (it fails the same way: no ``$`` start)."""
-        try:
-            segments = parse_json_path(path)
-        except PartialArgsError:
-            return _text(path)
-        out = ["$"]
-        for segment in segments:
-            if isinstance(segment, int):
-                out.append(f"[{segment}]")
-            else:
-                size = len(segment.encode("utf-8", "surrogatepass"))
-                out.append("." + self._path_keys.name(segment, size) if size else "['']")
-        return "".join(out)
-
     # ------------------------------------------------------------------ Cohere
 
     def cohere(self, data: dict[str, Any]) -> None:
         delta = data.get("delta")
         if isinstance(delta, dict) and "finish_reason" in delta:
-            delta["finish_reason"] = _reason(delta["finish_reason"])
+            delta["finish_reason"] = mask_reason(delta["finish_reason"])
         message = delta.get("message") if isinstance(delta, dict) else None
         if not isinstance(message, dict):
             if message is not None:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toollatch.core import jsontext
+from toollatch.dialects.ends import shown_reason
 from toollatch.wire.capture import DONE, ProviderEvent
 from toollatch.dialects.openai_responses import _WRAP_CLOSE, _WRAP_OPEN  # around a custom tool's free-text input
 from toollatch.core.model import Op
@@ -77,6 +78,15 @@ def mask_provider_errors(data: dict[str, Any]) -> None:
     for kind, body in data.items():
         if isinstance(kind, str) and kind.endswith("Exception") and body is not None:
             data[kind] = _mask_error(body)
+
+
+def mask_reason(value: Any) -> Any:
+    """A stop reason as a reproducer keeps it: a word from the provider's list as is; free
+    text (it could quote a call's arguments) as a placeholder of its byte length that is
+    still no word (a leading space), so the replay names it unrecognised just the same."""
+    if not isinstance(value, str) or shown_reason(value) == value:
+        return value
+    return " " + placeholder(value)[1:]
 
 
 def is_empty(value: Any) -> bool:
@@ -210,4 +220,4 @@ def _value_like(value: Any, masked: str) -> Any:
     return int("1" * size) if size <= _MAX_DIGITS else "x" * max(0, size - 2)
 
 
-__all__ = ["PlaceMasker", "is_empty", "mask_text"]
+__all__ = ["PlaceMasker", "is_empty", "mask_reason", "mask_text"]
