@@ -32,6 +32,7 @@ def chat(delta: dict[str, Any], finish: str | None = None, **choice: Any) -> byt
 
 CALL = chat({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"s": "x"}'}}]})
 END = chat({}, "tool_calls") + b"data: [DONE]\n\n"
+KEY = "sk-echo-Abc123Def456Ghi789"  # a forwarded credential
 #: Argument text in a place no adapter reads (a whole message inside a chunk): the calls
 #: commit, yet the bytes hold text none of them took.
 UNREAD_PLACE = CALL + chat({}, message={"tool_calls": [{"id": "c9", "function": {"name": "g", "arguments": '{"t": "CANARY"}'}}]}) + END
@@ -217,17 +218,13 @@ def test_one_huge_event_is_read_off_the_event_loop(monkeypatch: pytest.MonkeyPat
 # ---------------------------------------------------------------------- one pass
 
 
-def test_saving_a_recording_decodes_and_assembles_its_stream_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    # a call that never commits, and a forwarded key echoed in pieces: every question is
-    # asked (as received? echoed? the reproducer), each answered from one decoding
+@pytest.fixture
+def passes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How often saving reads the stream: decodings of its bytes, assemblies (pipelines),
+    readings through a redactor, ``stream_data`` joins and searches of the joined text."""
     from toollatch.redaction import export
     from toollatch.web.live import reading as reading_module
-    from toollatch.web.live.recordings import save_recording
-    from toollatch.web.store import Store
 
-    key = "sk-echo-Abc123Def456Ghi789"
-    pieces = [key[i : i + 7] for i in range(0, len(key), 7)]
-    data = b"".join(chat({"content": p}) for p in pieces) + CALL
     counts = {"decode": 0, "assemble": 0, "read": 0, "stream_data": 0, "search": 0}
 
     def counted(name: str, real: Any) -> Any:
@@ -241,52 +238,45 @@ def test_saving_a_recording_decodes_and_assembles_its_stream_once(monkeypatch: p
     monkeypatch.setattr(export, "Pipeline", counted("assemble", export.Pipeline))
     monkeypatch.setattr(export, "EventRedactor", counted("read", export.EventRedactor))
     monkeypatch.setattr(reading_module, "echoed_in_texts", counted("search", reading_module.echoed_in_texts))
-    real_stream = LiveSource.stream_data
-    monkeypatch.setattr(LiveSource, "stream_data", property(counted("stream_data", real_stream.fget)))
+    monkeypatch.setattr(LiveSource, "stream_data", property(counted("stream_data", LiveSource.stream_data.fget)))  # type: ignore[attr-defined]
+    return counts
 
+
+ONE_PASS = {"decode": 1, "assemble": 1, "read": 2, "stream_data": 1, "search": 1}  # reading + the masked writing: two redactors
+
+
+def test_saving_a_recording_decodes_and_assembles_its_stream_once(passes: dict[str, int], tmp_path: Any) -> None:
+    # a call that never commits, and a forwarded key echoed in pieces: every question is
+    # asked (as received? echoed? the reproducer), each answered from one decoding
+    from toollatch.web.live.recordings import save_recording
+    from toollatch.web.store import Store
+
+    pieces = [KEY[i : i + 7] for i in range(0, len(KEY), 7)]
+    data = b"".join(chat({"content": p}) for p in pieces) + CALL
     session = finished(data)
     assert [c.state.value for r in session.pipeline.results() for c in r.calls] == ["failed"]
     store = Store(tmp_path)
     try:
-        rid = save_recording(store, session, [key])
-        stored = store.get(rid)
+        stored = store.get(save_recording(store, session, [KEY]))
     finally:
         store.close()
-    assert stored is not None and stored.meta["download"] == "redacted" and session.echoed_secret
-    assert key.encode() not in (stored.body or b"") and not any(p.encode() in (stored.body or b"") for p in pieces)
-    # one decoding, one assembly, one reading (plus the masked writing), one search of the joined text
-    assert counts == {"decode": 1, "assemble": 1, "read": 2, "stream_data": 1, "search": 1}
+    assert stored is not None and stored.body and stored.meta["download"] == "redacted" and session.echoed_secret
+    assert not any(p.encode() in stored.body for p in pieces)
+    assert passes == ONE_PASS
 
-    counts.update(dict.fromkeys(counts, 0))
-    stepped = asyncio.run(read_in_steps(finished(data), [key], step=2))
+    passes.update(dict.fromkeys(passes, 0))
+    stepped = asyncio.run(read_in_steps(finished(data), [KEY], step=2))
     assert stepped.echoed and stepped.reproducer and not stepped.as_received
-    assert counts == {"decode": 1, "assemble": 1, "read": 2, "stream_data": 1, "search": 1}
+    assert passes == ONE_PASS
 
 
-def test_a_recording_kept_as_received_is_decoded_once_and_never_assembled(monkeypatch: pytest.MonkeyPatch) -> None:
-    from toollatch.redaction import export
-
-    counts = {"decode": 0, "assemble": 0}
-    real_iter, real_pipeline = export.iter_capture, export.Pipeline
-
-    def decode(*args: Any, **kwargs: Any) -> Any:
-        counts["decode"] += 1
-        return real_iter(*args, **kwargs)
-
-    def assemble(*args: Any, **kwargs: Any) -> Any:
-        counts["assemble"] += 1
-        return real_pipeline(*args, **kwargs)
-
-    monkeypatch.setattr(export, "iter_capture", decode)
-    monkeypatch.setattr(export, "Pipeline", assemble)
-    reading = read_recording(finished(CALL + END), ["sk-never-echoed-0123456789"])
+def test_a_recording_kept_as_received_is_decoded_once_and_never_assembled(passes: dict[str, int]) -> None:
+    reading = read_recording(finished(CALL + END), [KEY])
     assert (reading.as_received, reading.echoed, reading.reproducer) == (True, False, None)
-    assert counts == {"decode": 1, "assemble": 0}
+    assert passes == {"decode": 1, "assemble": 0, "read": 1, "stream_data": 1, "search": 1}
 
 
 # ---------------------------------------------------------------------- the joined text
-
-KEY = "sk-echo-Abc123Def456Ghi789"
 
 
 def _chat(delta: dict[str, object]) -> dict[str, object]:

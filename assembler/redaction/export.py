@@ -329,13 +329,17 @@ class CaptureReading:
         #: where argument text is stray, once :meth:`read` is read through (None before)
         self.stray: list[str] | None = None
         self._data = data
+        self._kept = False
 
-    def read(self) -> Iterator[ProviderEvent]:
-        """Decode the capture and record each event; yields each event once recorded."""
+    def read(self, *, keep: bool = True) -> Iterator[ProviderEvent]:
+        """Decode the capture and record each event; yields each event once recorded.
+        ``keep=False``: the events are not kept (no reproducer is wanted)."""
         data, self._data = self._data, b""
+        self._kept = keep
         for event in iter_capture(_pieces(data), self.name):
             self.recorder.feed(event)
-            self.events.append(event)
+            if keep:
+                self.events.append(event)
             yield event
         self.stray = self.recorder.finish()[1]
 
@@ -345,7 +349,7 @@ class CaptureReading:
         """The reproducer's text, one provider event's lines at a time (an empty string for
         each event assembled to find which calls committed), from the events :meth:`read`
         decoded; ``committed``, ``registry``, ``config`` as for :func:`redact_capture`."""
-        assert self.stray is not None, "read() first"
+        assert self.stray is not None and self._kept, "read() the events first"
         planner = _Planner(self.dialect, committed, registry, config, recorder=self.recorder)
         if planner.assembles:
             for event in self.events:

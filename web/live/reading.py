@@ -99,7 +99,7 @@ class RecordingReading:
         reading = CaptureReading(src.stream_data, src.name, session.pipeline.dialect)
         fields: dict[tuple[Any, ...], list[str]] = {}
         try:
-            for event in reading.read():
+            for event in reading.read(keep=self._reproduce):
                 if look:
                     _leaves(event, fields)
                 yield None
