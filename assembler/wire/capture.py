@@ -44,6 +44,7 @@ from typing import Any, NamedTuple
 
 from botocore.eventstream import ChecksumMismatch, EventStreamBuffer, EventStreamMessage, ParserError
 
+from toollatch.wire.envelope import parse_envelope
 from toollatch.wire.sse import SSEDecoder, SSEEvent
 from toollatch.wire.untrusted import json_problem
 
@@ -84,10 +85,6 @@ class ProviderEvent(NamedTuple):
     raw: str | None = None
 
 
-#: ``json.loads`` without its per-call checks: the envelope parse runs once per event.
-_raw_decode = json.JSONDecoder().raw_decode
-#: What JSON allows around a value (RFC 8259 ``ws``); ``str.isspace`` allows more.
-_JSON_WS = " \t\n\r"
 #: Builds a :class:`ProviderEvent` from a tuple of its seven fields without the Python-level
 #: ``__new__`` of a named tuple: one per event.
 _event = tuple.__new__
@@ -112,13 +109,7 @@ def _parse_payload(
         variant = ("done_variant",) if text != DONE else ()
         return ProviderEvent(event, DONE, line, offset, framing=framing + variant)
     try:
-        try:  # the common payload: one JSON value, JSON whitespace at most after it
-            value, end = _raw_decode(text)
-        except json.JSONDecodeError:
-            end = -1
-        if end != len(text) and (end < 0 or text[end:].strip(_JSON_WS)):
-            value = json.loads(text)  # whitespace in front, or an error to report: the full parse
-        return _event(ProviderEvent, (event, value, line, offset, None, framing, text))
+        return _event(ProviderEvent, (event, parse_envelope(text), line, offset, None, framing, text))
     except (ValueError, RecursionError) as exc:
         msg = json_problem(exc)
         if isinstance(exc, json.JSONDecodeError):

@@ -38,6 +38,7 @@ from toollatch.wire.capture import (
 )
 from toollatch.wire.jsonarray import ArrayReader
 from toollatch.wire.sse import SSEDecoder
+from toollatch.wire.ssefast import FastSSEDecoder
 from toollatch.wire.untrusted import json_problem
 
 _GZIP = b"\x1f\x8b"
@@ -159,7 +160,7 @@ class PushDecoder:
             self._jsonl_line, self._jsonl_offset = self._lines, self._skipped
         else:
             self._mode = "sse"
-            self._sse = SSEDecoder()
+            self._sse = FastSSEDecoder()
         return True
 
     def _route(self, chunk: bytes) -> list[ProviderEvent]:
