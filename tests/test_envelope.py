@@ -1,0 +1,95 @@
+"""Tests for toollatch.wire.envelope: the envelope parse is ``json.loads``, value, type and error."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toollatch.wire.envelope import parse_envelope
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal values of the same types all the way down (``1 == 1.0`` is not enough; nor is ``0.0 == -0.0``)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1, a) == math.copysign(1, b))
+    return bool(a == b)
+
+
+def outcome(parse: Any, text: str) -> Any:
+    try:
+        return ("value", parse(text))
+    except (ValueError, RecursionError) as exc:
+        return ("error", type(exc), str(exc))
+
+
+def assert_as_json_loads(text: str) -> None:
+    got, want = outcome(parse_envelope, text), outcome(json.loads, text)
+    assert got[0] == want[0], (text, got, want)
+    if got[0] == "value":
+        assert same(got[1], want[1]), (text, got, want)
+    else:
+        assert got == want
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"index": 18446744073709551616}',  # beyond 64 bits: orjson would give a float
+        '{"index": 18446744073709551615}',
+        '{"n": -9223372036854775809}',
+        '{"n": 123456789012345678901234567890}',
+        '{"id": "call_12345678901234567890123"}',  # a long digit run in a string
+        '{"x": NaN}',
+        '{"x": Infinity, "y": -Infinity}',
+        '{"x": 1e400}',
+        '{"x": -1e400}',
+        '{"s": "\\ud800"}',  # a lone surrogate escape
+        '{"s": "\\udc00x"}',
+        '{"s": "\ud800"}',  # a lone surrogate in the text itself
+        '{"s": "\\ud83d\\ude00"}',
+        '{"a": 1, "b": 2, "a": 3}',  # duplicate keys: the last value, the first position
+        '{"x": -0, "y": -0.0, "z": 0.1, "w": 5e-324}',
+        ' \t{"a": [1, 2.5, true, null]} \r\n',
+        '{"a": 1} x',
+        '{"a": 1}\u00a0',
+        "",
+        "[1,]",
+        '{"a" 1}',
+        '"\t"',
+        "[" * 5000 + "]" * 5000,  # deeper than orjson nests
+        "[" * 100000,
+    ],
+)
+def test_the_cases_orjson_would_read_differently(text: str) -> None:
+    assert_as_json_loads(text)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_values)
+def test_any_json_value(value: Any) -> None:
+    assert_as_json_loads(json.dumps(value))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.from_regex(r"-?(0|[1-9][0-9]{0,24})(\.[0-9]{1,24})?([eE][+-]?[0-9]{1,3})?", fullmatch=True))
+def test_any_number_literal(number: str) -> None:
+    assert_as_json_loads('{"n": %s}' % number)
+    assert_as_json_loads(number)

@@ -1,0 +1,136 @@
+"""Tests for toollatch.wire.ssefast: the fast SSE path gives the full decoder's results."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from .conftest import CAPTURES, CASES, require_shared
+from toollatch.wire.sse import SSEDecoder
+from toollatch.wire.ssefast import FastSSEDecoder
+
+
+def trace(cls: type[SSEDecoder], chunks: Sequence[bytes]) -> list[Any]:
+    """Everything a decoder tells, read by read: each event with all its fields (framing
+    notes and comment counts too, which event equality leaves out), the counters after
+    every read, and the tail verdict after flush."""
+    decoder = cls()
+    out: list[Any] = []
+    for chunk in chunks:
+        for e in decoder.decode(chunk):
+            out.append((e.event, e.data, e.id, e.retry, e.line, e.offset, e.framing, e.comment_lines))
+        out.append(("read", decoder.bytes_read, decoder.lines_read))
+    out.extend(decoder.flush())
+    out.append(("tail", decoder.incomplete_tail))
+    return out
+
+
+def split_at(raw: bytes, cuts: Sequence[int]) -> list[bytes]:
+    bounds = [0, *sorted(set(cuts)), len(raw)]
+    return [raw[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def assert_same(raw: bytes, cuts: Sequence[int]) -> None:
+    chunks = split_at(raw, cuts)
+    assert trace(FastSSEDecoder, chunks) == trace(SSEDecoder, chunks)
+
+
+def shared_files() -> list[Path]:
+    files = [p for folder in (CAPTURES, CASES) if folder.is_dir() for p in sorted(folder.rglob("*"))]
+    return [p for p in files if p.is_file() and not p.name.endswith(".json")]
+
+
+@pytest.mark.parametrize("path", shared_files() or [None], ids=lambda p: p.name if p else "no-shared-data")
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_every_shared_capture_and_case_rechunked(path: Path | None, data: st.DataObject) -> None:
+    if path is None:
+        require_shared(CAPTURES)  # skips, saying TOOLLATCH_SHARED is needed
+        pytest.fail("shared files listed as absent but present")
+    raw = path.read_bytes()
+    cuts = data.draw(st.lists(st.integers(0, len(raw)), max_size=12), label="cuts")
+    assert_same(raw, cuts)
+
+
+def test_shared_files_in_their_16_kib_reads_and_bytewise() -> None:
+    require_shared(CAPTURES)
+    for path in shared_files():
+        raw = path.read_bytes()
+        assert_same(raw, range(16384, len(raw), 16384))
+        assert_same(raw, range(1, len(raw)))
+
+
+TOKENS = [
+    b"data:", b"data: ", b"data", b"event:", b"event: ", b"event", b"id:", b"id: 7", b"retry: 10",
+    b"retry: x", b":", b": ping", b"\n", b"\n", b"\n\n", b"\r", b"\r\n", b"x", b"{}", b" ",
+    b"\xef\xbb\xbf", b"\xef", b"\xff", b"\xc3\xa9", b"\xc3", b"\x00", b"message_start",
+]
+plain_event = st.builds(
+    lambda kind, data: (b"event: " + kind + b"\n" if kind is not None else b"") + b"data: " + data + b"\n\n",
+    st.one_of(st.none(), st.sampled_from([b"ping", b"", b" x", b"\xc3\xa9", b"\xff"])),
+    st.sampled_from([b"{}", b"", b" [DONE]", b"\xc3\xa9", b"\xe2\x82", b"a:b"]),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    pieces=st.lists(st.one_of(st.sampled_from(TOKENS), plain_event), max_size=30),
+    cuts=st.lists(st.integers(0, 400), max_size=6),
+)
+def test_generated_edge_inputs(pieces: list[bytes], cuts: list[int]) -> None:
+    raw = b"".join(pieces)
+    assert_same(raw, [c for c in cuts if c <= len(raw)])
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"\xef\xbb\xbfdata: a\n\n",  # BOM
+        b"data: a\r\n\r\ndata: b\n\n",  # CRLF
+        b"data: a\n\ndata: b\r\rdata: c\n\n",  # CR in a later event
+        b"data: a\ndata: b\n\n",  # multi-line data
+        b"id: 1\ndata: a\n\ndata: b\n\n",  # id persists into a plain event
+        b"retry: 5\ndata: a\n\n: keep-alive\n\ndata: b\n\n",  # comment before a blank line carried over
+        b"data: a\nevent: late\n\n",  # data before event
+        b"data\n\nevent\ndata: b\n\n",  # fields without colon
+        b"data: \xff\n\n",  # not UTF-8
+        b"event: \xff\ndata: a\n\n",
+        b"\n\n\ndata: a\n\n\n\n\ndata: b\n\n\n",  # blank-line runs of every parity
+        b"event: x\n\n",  # an event type and no data
+        b"data: a\n\ndata: cut",  # input ends inside an event
+    ],
+)
+def test_unusual_shapes_every_split(raw: bytes) -> None:
+    for cut in range(len(raw) + 1):
+        assert_same(raw, [cut])
+    assert_same(raw, range(1, len(raw)))
+
+
+def test_plain_events_never_reach_the_full_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[bytes] = []
+    full = SSEDecoder.decode
+
+    def counted(self: SSEDecoder, chunk: bytes) -> list[Any]:
+        calls.append(chunk)
+        return full(self, chunk)
+
+    monkeypatch.setattr(SSEDecoder, "decode", counted)
+    decoder = FastSSEDecoder()
+    events = decoder.decode(b"event: a\ndata: {\"x\": 1}\n\ndata: [DONE]\n\n\n")
+    assert [(e.event, e.data, e.line, e.offset) for e in events] == [("a", '{"x": 1}', 1, 0), ("message", "[DONE]", 4, 25)]
+    assert calls == []
+    assert (decoder.bytes_read, decoder.lines_read) == (40, 6)
+    decoder.decode(b"data: a\r\n\r\n")  # a CR line end: the full decoder reads it
+    assert calls == [b"data: a\r\n\r\n"]
+
+
+def test_decode_after_flush_raises_as_the_full_decoder_does() -> None:
+    decoder = FastSSEDecoder()
+    decoder.flush()
+    with pytest.raises(RuntimeError, match="after flush"):
+        decoder.decode(b"data: a\n\n")
