@@ -43,28 +43,34 @@ class FastSSEDecoder(SSEDecoder):
             if self._head or chunk[0] == _BOM_FIRST:  # a BOM, or a read that could begin one
                 return super().decode(chunk)
             self._at_start = False
-        start = 0
         events: list[SSEEvent] = []
-        if not self._idle():
-            # an event begun in an earlier read: the full decoder reads up to its blank line
-            start = chunk.find(b"\n\n") + 2
-            if start == 1:
-                return super().decode(chunk)
-            events = super().decode(chunk[:start])
-            if not self._idle():
-                return events + super().decode(chunk[start:])
-        return self._plain(chunk, start, events)
+        pos, size = 0, len(chunk)
+        cut = chunk.rfind(b"\n\n")
+        end = cut + 2 if cut >= 0 else 0  # every line before `end` is complete
+        while pos < size:
+            if self._idle():
+                pos = self._plain(chunk, pos, end, events)
+                if pos == size:
+                    break
+            # an event begun in an earlier read, or one that is not plain: the full decoder
+            # reads up to the blank line that ends it, then the fast path goes on if it can
+            blank = chunk.find(b"\n\n", pos)
+            if blank < 0:
+                events += super().decode(chunk[pos:])
+                break
+            events += super().decode(chunk[pos : blank + 2])
+            pos = blank + 2
+        return events
 
     def _idle(self) -> bool:
         """True at an event boundary with nothing carried to the next event."""
         return not self._parts and self._first is None and not self._skip_lf and not self._framing and not self._comments
 
-    def _plain(self, chunk: bytes, pos: int, events: list[SSEEvent]) -> list[SSEEvent]:
-        """Read plain events from ``pos`` (an event boundary) up to the last blank line of
-        ``chunk``; the full decoder takes the rest of ``chunk`` from the first event that is
-        not plain, or from the last blank line on."""
-        cut = chunk.rfind(b"\n\n", pos)
-        end = cut + 2 if cut >= 0 else pos  # every line before `end` is complete
+    def _plain(self, chunk: bytes, pos: int, end: int, events: list[SSEEvent]) -> int:
+        """Append the plain events from ``pos`` (an event boundary, the full decoder idle)
+        to ``events``; stop before the first event that is not plain, or at ``end`` (after
+        the last blank line of ``chunk``). Returns where it stopped, the counters set as the full
+        decoder would have them there."""
         base = self._bytes_read - pos  # input offset of chunk[0]
         line = self._lines_read  # lines complete before `pos`
         last_id = self._last_id
@@ -94,9 +100,7 @@ class FastSSEDecoder(SSEDecoder):
         # hand over at the boundary `pos`, as the full decoder would stand there
         self._bytes_read = self._line_start = base + pos
         self._lines_read = line
-        if pos < len(chunk):
-            events += super().decode(chunk[pos:])
-        return events
+        return pos
 
 
 assert _NO_FRAMING == frozenset()  # the fast path's events carry no framing notes
