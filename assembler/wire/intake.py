@@ -29,6 +29,7 @@ from toollatch.wire.capture import (
     _PRELUDE,
     CaptureError,
     ProviderEvent,
+    _event,
     _EventStreamReader,
     _jsonl_line,
     _parse_payload,
@@ -36,6 +37,7 @@ from toollatch.wire.capture import (
     is_eventstream,
     sse_framing,
 )
+from toollatch.wire.envelope import parse_envelope
 from toollatch.wire.jsonarray import ArrayReader
 from toollatch.wire.sse import SSEDecoder
 from toollatch.wire.ssefast import FastSSEDecoder
@@ -186,9 +188,18 @@ class PushDecoder:
         scrub = self.scrub
         for ev in self._sse.decode(chunk):
             kind = None if ev.event == "message" else ev.event
-            framing = sse_framing(ev) if ev.framing else ()
-            text = scrub(ev.data) if scrub is not None else ev.data
-            out.append(_parse_payload(text, kind, name, ev.line + lines, ev.offset + skipped, framing))
+            text = ev.data
+            if ev.framing or scrub is not None or len(text) < 32:
+                framing = sse_framing(ev) if ev.framing else ()
+                text = scrub(text) if scrub is not None else text
+                out.append(_parse_payload(text, kind, name, ev.line + lines, ev.offset + skipped, framing))
+                continue
+            try:  # the common event: a JSON payload, no framing notes (_parse_payload's result, one call less)
+                value = parse_envelope(text)
+            except (ValueError, RecursionError):  # _parse_payload words the error
+                out.append(_parse_payload(text, kind, name, ev.line + lines, ev.offset + skipped))
+                continue
+            out.append(_event(ProviderEvent, (kind, value, ev.line + lines, ev.offset + skipped, None, (), text)))
         return out
 
     def _jsonl_feed(self, chunk: bytes) -> list[ProviderEvent]:

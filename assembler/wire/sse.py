@@ -31,6 +31,7 @@ _EOL_RUN = re.compile(rb"[\r\n]+")  # a line end and the blank lines right after
 _CR, _LF = 0x0D, 0x0A
 _NO_FRAMING: frozenset[str] = frozenset()
 _REPLACEMENT = "\ufffd".encode()  # U+FFFD as sent, as opposed to one the decoder put in
+_UTF8_DECODER = codecs.getincrementaldecoder("utf-8")
 
 
 @dataclass(slots=True)
@@ -79,7 +80,7 @@ class SSEDecoder:
     """
 
     def __init__(self) -> None:
-        self._pieces = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pieces = _UTF8_DECODER(errors="replace")
         self._head = b""  # bytes held at stream start while they could still be a BOM
         self._at_start = True
         self._skip_lf = False  # the previous read ended with CR
