@@ -68,6 +68,9 @@ def assert_as_json_loads(text: str) -> None:
         '{"a" 1}',
         '"\t"',
         "[" * 5000 + "]" * 5000,  # deeper than orjson nests
+        "[" * 1010 + "]" * 1010,  # deeper than json.loads nests, not orjson
+        '{"a":' * 1010 + "1" + "}" * 1010,
+        "[" * 199 + "]" * 199,
         "[" * 100000,
     ],
 )

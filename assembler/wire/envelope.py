@@ -20,6 +20,10 @@ _orjson_loads = orjson.loads
 #: Digits mapped to ``0`` so that a run of 19 (an integer orjson may not keep exact) is one ``in`` test.
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _LONG_DIGITS = b"0" * 19
+#: Arrays and objects opened in a payload at or above which the standard library parses it:
+#: its nesting limit is Python's recursion limit (less the stack in use), orjson's 1024,
+#: so only a payload well under both may take orjson's result.
+_NESTING_GUARD = 200
 
 
 def _stdlib_parse(text: str) -> Any:
@@ -41,12 +45,15 @@ def parse_envelope(text: str) -> Any:
     orjson parses where its result is ``json.loads``'s; the standard library parses
     wherever orjson refuses the text (lone surrogates, ``NaN``/``Infinity``, numbers beyond
     a double, nesting beyond orjson's limit, every malformed payload, so errors are always
-    the standard library's) and wherever the text holds a run of 19 or more digits (orjson
+    the standard library's), wherever the text holds a run of 19 or more digits (orjson
     turns an integer beyond 64 bits into a float; a long digit run inside a string only
-    costs the slower parse). Duplicate keys keep the last value in both. Argument text is
+    costs the slower parse) and wherever it opens 200 or more arrays and objects (the two
+    nesting limits differ: ``json.loads`` raises :class:`RecursionError` near Python's
+    recursion limit, orjson only beyond 1024 levels). Duplicate keys keep the last value in both. Argument text is
     never parsed here: its adapters re-check the payload strictly.
     """
-    if _LONG_DIGITS not in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO):
+    raw = text.encode("utf-8", "surrogatepass")
+    if _LONG_DIGITS not in raw.translate(_DIGITS_AS_ZERO) and raw.count(b"[") + raw.count(b"{") < _NESTING_GUARD:
         try:
             return _orjson_loads(text)
         except orjson.JSONDecodeError:
