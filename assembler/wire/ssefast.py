@@ -19,7 +19,7 @@ its counters, so either can take over at any event boundary.
 
 from __future__ import annotations
 
-from toollatch.wire.sse import _NO_FRAMING, SSEDecoder, SSEEvent
+from toollatch.wire.sse import SSEDecoder, SSEEvent
 
 __all__ = ["FastSSEDecoder"]
 
@@ -92,7 +92,7 @@ class FastSSEDecoder(SSEDecoder):
                 if not chunk.startswith(b"data:", at) or chunk[nl + 1] != _LF:
                     break  # not plain: the full decoder reads it
                 data = chunk[at + 6 if chunk[at + 5] == _SPACE else at + 5 : nl].decode()
-                append(SSEEvent(kind, data, last_id, None, line + 1, base + pos))
+                append(SSEEvent(kind, data, last_id, None, line + 1, base + pos))  # no framing notes
                 line += 3 if at != pos else 2
                 pos = nl + 2
         except UnicodeDecodeError:  # not UTF-8: the full decoder replaces it and says so
@@ -102,5 +102,3 @@ class FastSSEDecoder(SSEDecoder):
         self._lines_read = line
         return pos
 
-
-assert _NO_FRAMING == frozenset()  # the fast path's events carry no framing notes
