@@ -135,11 +135,12 @@ class Pipeline:
                 if ev.error is not None and unreadable is None:
                     unreadable = len(ops)
                 ops += self._ops(ev)
-            start = next((i for i, op in enumerate(ops) if type(op) is StreamStart), None)
-            if unreadable is not None and start is not None and start > unreadable:
-                # An unreadable event before the stream's start event (``message_start``...)
-                # fails that stream, in every dialect, not an empty one before it.
-                ops.insert(unreadable, ops.pop(start))
+            if unreadable is not None:
+                start = next((i for i, op in enumerate(ops) if type(op) is StreamStart), None)
+                if start is not None and start > unreadable:
+                    # An unreadable event before the stream's start event (``message_start``...)
+                    # fails that stream, in every dialect, not an empty one before it.
+                    ops.insert(unreadable, ops.pop(start))
             return self._apply_all(ops)
         return self._feed_known(event)
 
@@ -153,7 +154,8 @@ class Pipeline:
         out: list[AssemblyEvent] = []
         if not current.ended:  # an adapter's own end-of-input verdict, unless the stream already ended
             out.extend(self._apply_all(self._adapter.close()))
-        out.extend(self._end_every_stream(StreamTruncated("input ended")))
+        if not all(stream.ended for stream in self._streams):
+            out.extend(self._end_every_stream(StreamTruncated("input ended")))
         self._closed, self._hot = True, None
         return out
 
