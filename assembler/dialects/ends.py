@@ -127,6 +127,8 @@ def end_ops(field: str, reasons: Iterable[str], normal: str | None, *, floor: En
     ``[StreamTruncated("<field> <reason>")]`` or ``[StreamError("<field> <reason>")]`` (the
     reasons that decided, comma-separated), after any quirk.
     """
+    if floor == "complete" and type(reasons) is list and COMPLETE.issuperset(reasons):
+        return [StreamEnd(normal)]  # the common end: every reason a normal one, nothing to record
     ops: list[Op] = []
     worst: EndKind = floor
     named: dict[EndKind, list[str]] = {"complete": [], "truncated": [], "error": []}

@@ -80,7 +80,8 @@ class SSEDecoder:
     """
 
     def __init__(self) -> None:
-        self._pieces = _UTF8_DECODER(errors="replace")
+        #: decodes the pieces of a line that spans reads; made when one first does
+        self._pieces: codecs.IncrementalDecoder | None = None
         self._head = b""  # bytes held at stream start while they could still be a BOM
         self._at_start = True
         self._skip_lf = False  # the previous read ended with CR
@@ -151,7 +152,7 @@ class SSEDecoder:
             start, end = m.span()
             segment = chunk[pos:start]
             if self._parts:
-                self._parts.append(self._pieces.decode(segment, final=True))
+                self._parts.append(self._pieces.decode(segment, final=True))  # type: ignore[union-attr]
                 text = "".join(self._parts)
                 self._parts.clear()
                 if "\ufffd" in text and _REPLACEMENT not in b"".join(self._raw_parts) + segment:
@@ -185,6 +186,8 @@ class SSEDecoder:
             pos = end
             self._line_start = base + pos
         if pos < n:
+            if self._pieces is None:
+                self._pieces = _UTF8_DECODER(errors="replace")
             self._parts.append(self._pieces.decode(chunk[pos:]))
             self._raw_parts.append(chunk[pos:])
         elif n and chunk[-1] == _CR:  # a match ended exactly here, and it was a lone CR
@@ -201,7 +204,8 @@ class SSEDecoder:
             self._incomplete = bool(self._head or self._parts) or self._first is not None
             self._parts.clear()
             self._raw_parts.clear()
-            self._pieces.reset()
+            if self._pieces is not None:
+                self._pieces.reset()
             self._data.clear()
         return []
 
