@@ -5,8 +5,8 @@
 Starts ``toollatch serve`` (a process of its own, on loopback) with a fake upstream served
 by this script, then feeds it, one scenario at a time: a tool schema whose ``pattern``
 backtracks catastrophically on the call's arguments (through the proxy), a large tools array
-(through the proxy), a non-streaming ``chat.completion`` body holding 100,000 tool calls
-(through the proxy), uploads of 20 and 50 MiB of blank lines before one event, of comment
+(through the proxy), a non-streaming ``chat.completion`` body holding 100,000 tool calls and
+one SSE event holding as many (through the proxy), uploads of 20 and 50 MiB of blank lines before one event, of comment
 lines, of one huge line and of deeply nested JSON, and a 500 MiB chunked POST to the proxy.
 Meanwhile a thread sends a tiny request (``GET /api/live``) every 5 ms on its own connection
 and times each answer: the slowest answer bounds the longest the event loop was held. The
@@ -218,6 +218,7 @@ def scenarios(quick: bool, upstream: Upstream) -> list[tuple[str, Callable[[http
         ("catastrophic pattern via proxy x5", lambda c, b: proxied(c, b, upstream, catastrophic, hostile, 5)),
         ("50 tools x 20 properties via proxy x5", lambda c, b: proxied(c, b, upstream, many, EVENT, 5)),
         (f"non-streaming body, {calls // 1000}k tool calls via proxy", lambda c, b: proxied(c, b, upstream, [], _chat_completion(calls), 1, stream=False)),
+        (f"one SSE event, {calls // 1000}k tool calls via proxy", lambda c, b: proxied(c, b, upstream, [], _chat_calls(*((f"c{i}", "f", '{"a":1}') for i in range(calls))), 1)),
         (f"upload {big // MiB} MiB blank lines + event", lambda c, b: upload(c, b, "blank.sse", b"\n" * big + EVENT)),
         (f"upload {huge / MiB:.0f} MiB blank lines + event", lambda c, b: upload(c, b, "blank50.sse", b"\n" * huge + EVENT)),
         (f"upload {big // MiB} MiB comment lines + event", lambda c, b: upload(c, b, "comments.sse", b":k\n" * (big // 3) + EVENT)),

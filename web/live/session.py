@@ -35,6 +35,7 @@ from toollatch.core.pipeline import Pipeline
 from toollatch.wire.retell import retell_capped
 
 from toollatch.web.live.credentials import describe_error, scrub_value  # describe_error: re-exported
+from toollatch.web.live.backlog import Backlog
 from toollatch.web.live.incremental import IncrementalCapture
 from toollatch.web.live.offload import retell_off_loop
 from toollatch.web.live.source import (  # noqa: F401  (re-exported: callers import them from here too)
@@ -79,6 +80,8 @@ class LiveSession(Session):
         #: A non-streaming body, read and re-told (:meth:`_read_json`), and how many of its events were fed.
         self._retold: tuple[list[ProviderEvent], str | None, int] | None = None
         self._fed = 0
+        #: Events decoded and not yet assembled (:meth:`feed_bytes` with a ``step``).
+        self.backlog = Backlog()
 
     def scrubbed(self, value: Any) -> Any:
         """``value`` with every credential the request forwarded replaced by ``[redacted]``
@@ -112,10 +115,12 @@ class LiveSession(Session):
 
     # ------------------------------------------------------------------ feeding
 
-    def feed_bytes(self, chunk: bytes) -> None:
-        """One chunk exactly as received: kept for the recording, decoded, assembled. Never
-        raises: a fault in decoding ends the session with an error (status ERROR) naming
-        the exception's type only, and the bytes are still kept."""
+    def feed_bytes(self, chunk: bytes, step: int | None = None) -> None:
+        """One chunk exactly as received: kept for the recording, decoded, assembled: all of
+        it, or (``step``) about ``step`` ops, the rest held in :attr:`backlog` for later
+        :meth:`~toollatch.web.live.backlog.Backlog.work`. Never raises: a fault in decoding
+        ends the session with an error (status ERROR) naming the exception's type only, and
+        the bytes are still kept."""
         self.live_source.chunks.append(chunk)
         self.live_source.size += len(chunk)
         if not self.live_source.timed_elsewhere:
@@ -129,8 +134,8 @@ class LiveSession(Session):
             log.error("session %s: live decoding raised %s", self.id, type(exc).__name__)
             self._fail(f"The stream could not be decoded ({type(exc).__name__}).")
             return
-        for event in events:
-            self._event(event)
+        self.backlog.extend(events)
+        self.backlog.work(self, step)
         self._watch_idle()
 
     # ------------------------------------------------------------------ idle timeout
@@ -191,8 +196,8 @@ class LiveSession(Session):
             if not self._feed_json(self._retold, len(self._retold[0])):
                 return
         else:
-            for event in self._capture.close():
-                self._event(event)
+            self.backlog.extend(self._capture.close())
+            self.backlog.work(self)
         self._close_stream()
 
     async def settle(self, step: int = JSON_STEP_EVENTS) -> None:
@@ -203,6 +208,8 @@ class LiveSession(Session):
         stand). Cancelled while it yields: the rest is fed at once, then the cancellation
         goes on."""
         if self.status.done or self.upstream_error or not self.live_source.json_body:
+            while self.backlog.work(self, step * 8):
+                await asyncio.sleep(0)
             self.finish()
             return
         if self._retold is None:
@@ -274,8 +281,8 @@ class LiveSession(Session):
         if self.provider_ended:
             self.finish()
             return
-        for event in self._capture.close():
-            self._event(event)
+        self.backlog.extend(self._capture.close())
+        self.backlog.work(self)
         self.error = f"The upstream connection dropped mid-stream ({detail})."
         if not self.status.done:
             self._guard(self.pipeline.close)
@@ -298,6 +305,7 @@ class LiveSession(Session):
         if self.provider_ended:
             self.finish()
             return
+        self.backlog.clear()  # events not yet assembled when the stop arrived: not assembled
         super().cancel(detail)
         self.end_kind = "cancelled"
 
