@@ -130,12 +130,12 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
     buffered argument text holds it. Reads each buffer once per word: linear."""
     if not detail or not words:
         return {}
-    calls = [call for call in asm._ordered() if call.buffer and call.machine.state is not CallState.COMMITTED]
+    calls = [call for call in asm._ordered() if (call.buffer or call.whole_arguments) and call.machine.state is not CallState.COMMITTED]
     found: dict[str, list[CallRecord]] = {}
     for word in dict.fromkeys(words):
         if word and word in detail:
             data = word.encode("utf-8", "surrogatepass")
-            held = [call for call in calls if data in call.buffer]  # type: ignore[operator]
+            held = [call for call in calls if (call.buffer and data in call.buffer) or (call.whole_arguments and word in call.whole_arguments)]
             if held:
                 found[word] = held
     return found

@@ -11,8 +11,8 @@ text there, even text quoting a call's arguments. The rule, for every dialect:
   ``snake_case`` / dotted / dashed (``^[a-z][a-z0-9_.-]{0,40}$``), capitals and underscores
   only (``MAX_TOKENS``), an exception name (``ThrottlingException``,
   ``modelStreamErrorException``), or an HTTP status (``503``);
-* anything else is hidden, named by its length only (:func:`toollatch.core.model.hidden`); the value itself is
-  kept for *Reveal* / ``--reveal`` (the op's ``message``).
+* anything else is hidden, named by its length only (:func:`toollatch.core.model.hidden`);
+  the value itself is kept for *Reveal* / ``--reveal`` (the op's ``message``).
 
 A value shown by this rule is still hidden when a call that did not commit holds it in
 its buffered argument text (:func:`toollatch.core.stream_end.guard_words`, applied where
@@ -44,7 +44,6 @@ ERROR_WORDS = frozenset(
 )
 
 
-
 @cache
 def known() -> frozenset[str]:
     """Every word shown as it is, whatever its shape (lowercase): the stop reasons of
@@ -52,6 +51,7 @@ def known() -> frozenset[str]:
     from toollatch.dialects.ends import COMPLETE, ERROR, TRUNCATED  # ends imports this module
 
     return COMPLETE | TRUNCATED | ERROR | ERROR_WORDS
+
 
 _SHAPES = (
     re.compile(r"[a-z][a-z0-9_.\-]{0,40}"),  # stop, tool_calls, server-error, gpt.length
