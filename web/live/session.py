@@ -35,7 +35,7 @@ from toollatch.core.pipeline import Pipeline
 from toollatch.wire.retell import retell_capped
 
 from toollatch.web.live.credentials import describe_error, scrub_value  # describe_error: re-exported
-from toollatch.web.live.backlog import Backlog
+from toollatch.web.live.backlog import OPS_STEP, Backlog
 from toollatch.web.live.incremental import IncrementalCapture
 from toollatch.web.live.offload import retell_off_loop
 from toollatch.web.live.source import (  # noqa: F401  (re-exported: callers import them from here too)
@@ -201,14 +201,16 @@ class LiveSession(Session):
         self._close_stream()
 
     async def settle(self, step: int = JSON_STEP_EVENTS) -> None:
-        """:meth:`finish`, never holding the event loop for long: a non-streaming body is read
-        and re-told in a worker thread (:meth:`_read_json`), and its events are assembled
+        """:meth:`finish`, never holding the event loop for long: events still held in the
+        :attr:`backlog` are assembled :data:`~toollatch.web.live.backlog.OPS_STEP` ops at a
+        time; a non-streaming body is read and re-told off the loop
+        (:func:`~toollatch.web.live.offload.retell_off_loop`), and its events are assembled
         ``step`` at a time with a yield to the event loop after each step. A stop or cancel
         arriving meanwhile ends the session as it would a stream (the events fed so far
         stand). Cancelled while it yields: the rest is fed at once, then the cancellation
         goes on."""
         if self.status.done or self.upstream_error or not self.live_source.json_body:
-            while self.backlog.work(self, step * 8):
+            while self.backlog.work(self, OPS_STEP):
                 await asyncio.sleep(0)
             self.finish()
             return
