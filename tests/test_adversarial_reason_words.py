@@ -54,6 +54,13 @@ CASES: dict[str, tuple[str, bytes]] = {
         'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"lookup","input":{}}}\n\n'
         'event: error\ndata: {"type":"error","error":{"type":"' + CANARY + '","message":"m"}}\n\n').encode()),
     "word_in_failed_arguments": ("openai-chat", sse([_chat_start(args='{"q": "' + WORDY), {"error": {"type": WORDY, "message": "m"}}])),
+    "responses_name_conflict": ("openai-responses", sse([
+        {"type": "response.created", "response": {"id": "r"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_A", "name": "lookup", "arguments": ""}},
+        {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": '{"q":"alpha"}'},
+        {"type": "response.output_item.done", "output_index": 0,
+         "item": {"type": "function_call", "id": "fc_1", "call_id": "call_A", "name": CANARY, "arguments": '{"q":"alpha"}'}},
+        {"type": "response.completed", "response": {"id": "r"}}])),
     "name_conflict_undeclared": ("openai-chat", sse([_chat_start(), _chat({"tool_calls": [{"index": 0, "function": {"name": CANARY, "arguments": "{}"}}]}),
                                                      _chat({}, "tool_calls"), "[DONE]"])),
 }
@@ -126,7 +133,7 @@ def test_an_upload_hides_reason_text_until_revealed(tmp_path: Path) -> None:
             for i, frame in enumerate(_play(client, sid, case)):
                 tally.check("upload", case, f"ws frame {i}", frame, CANARIES)
             check_session_outputs(tally, "upload", case, client.get, sid, live=False, secrets=CANARIES)
-            if case == "name_conflict_undeclared":
+            if "name_conflict" in case:
                 continue  # a call's own text: Reveal text shows the calls' fragments, not reasons
             assert client.post(f"/sessions/{sid}/reveal", data={"reveal": "on"}, follow_redirects=False).status_code in (200, 303)
             revealed = client.get(f"/sessions/{sid}/triage").text + json.dumps(client.get(f"/api/sessions/{sid}").json()["triage"])

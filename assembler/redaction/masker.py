@@ -99,12 +99,19 @@ class DialectMasker(GeminiMasker):
             if not isinstance(name, str) or not name:
                 continue
             key = (str(choice), str(entry.get("index")))
-            first = self._first_names.get(key)
-            if first is None or entry.get("id"):
-                self._first_names[key] = name
-            elif name != first:
-                stand_in = placeholder(name)
-                fn["name"] = stand_in if stand_in != first else "y" * len(stand_in)
+            if entry.get("id"):
+                self._first_names.pop(key, None)  # another call at that index
+            fn["name"] = self._later_name(key, name)
+
+    def _later_name(self, key: tuple[str, str], name: str) -> str:
+        """``name`` as kept for the call at ``key``: its first name as is; a later, different
+        one (the call fails ``name_conflict``) as a placeholder of its byte length that
+        still differs from the first."""
+        first = self._first_names.setdefault(key, name)
+        if name == first:
+            return name
+        stand_in = placeholder(name)
+        return stand_in if stand_in != first else "y" * len(stand_in)
 
     def _chat_delta(self, delta: dict[str, Any]) -> None:
         for field in list(delta):  # content, reasoning, refusal, audio, annotations...
@@ -263,6 +270,9 @@ class DialectMasker(GeminiMasker):
         whole response) rather than one that starts a call."""
         out = dict(item)
         kind = out.get("type")
+        name, ident = out.get("name"), out.get("id") or out.get("call_id")
+        if isinstance(name, str) and name and isinstance(ident, str) and ident:
+            out["name"] = self._later_name(("item", ident), name)
         for field in out:
             value = out[field]
             if field in ("type", "id", "call_id", "name", "status", "role", "server_label", "execution") or value is None:
