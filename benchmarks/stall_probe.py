@@ -5,7 +5,8 @@
 Starts ``toollatch serve`` (a process of its own, on loopback) with a fake upstream served
 by this script, then feeds it, one scenario at a time: a tool schema whose ``pattern``
 backtracks catastrophically on the call's arguments (through the proxy), a large tools array
-(through the proxy), uploads of 20 and 50 MiB of blank lines before one event, of comment
+(through the proxy), a non-streaming ``chat.completion`` body holding 100,000 tool calls and
+one SSE event holding as many (through the proxy), uploads of 20 and 50 MiB of blank lines before one event, of comment
 lines, of one huge line and of deeply nested JSON, and a 500 MiB chunked POST to the proxy.
 Meanwhile a thread sends a tiny request (``GET /api/live``) every 5 ms on its own connection
 and times each answer: the slowest answer bounds the longest the event loop was held. The
@@ -58,11 +59,13 @@ def _chat_calls(*calls: tuple[str, str, str]) -> bytes:
 
 
 class Upstream:
-    """A loopback HTTP server answering every request with ``self.body`` as an SSE stream."""
+    """A loopback HTTP server answering every request with ``self.body``, as an SSE stream
+    (``self.content_type``)."""
 
     def __init__(self) -> None:
         self.port = _free_port()
         self.body = EVENT
+        self.content_type = b"text/event-stream"
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         threading.Thread(target=self._run, daemon=True).start()
@@ -81,7 +84,8 @@ class Upstream:
             if length:
                 await reader.readexactly(length)
             body = self.body
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (self.content_type, len(body))
+            writer.write(head + body)
             await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             pass
@@ -153,18 +157,30 @@ def upload(client: httpx.Client, base: str, name: str, data: bytes) -> str:
     return "session still running after 300 s"
 
 
-def proxied(client: httpx.Client, base: str, upstream: Upstream, tools: list[dict[str, Any]], body: bytes, times: int) -> str:
+def _chat_completion(count: int) -> bytes:
+    """A non-streaming ``chat.completion`` body holding ``count`` tool calls."""
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}} for i in range(count)]
+    message = {"role": "assistant", "content": None, "tool_calls": calls}
+    return json.dumps({"object": "chat.completion", "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}).encode()
+
+
+def proxied(client: httpx.Client, base: str, upstream: Upstream, tools: list[dict[str, Any]], body: bytes, times: int, *, stream: bool = True) -> str:
     upstream.body = body
-    reasons: set[str] = set()
+    upstream.content_type = b"text/event-stream" if stream else b"application/json"
+    reasons: dict[str, int] = {}
     for _ in range(times):
-        response = client.post(base + "/proxy/up/v1/chat/completions", json={"model": "m", "stream": True, "tools": tools})
+        response = client.post(base + "/proxy/up/v1/chat/completions", json={"model": "m", "stream": stream, "tools": tools})
         if response.status_code != 200 or response.content != body:
             return f"proxy answered {response.status_code}"
     sessions = client.get(base + "/api/live").json()["sessions"]
     for s in sessions[:times]:
-        doc = client.get(f"{base}/api/sessions/{s['id']}").json()
-        reasons |= {(c["reason"] or c["state"]).split(":")[0] for c in doc["calls"]}
-    return "calls: " + ", ".join(sorted(reasons))
+        deadline = time.monotonic() + 300
+        while (doc := client.get(f"{base}/api/sessions/{s['id']}").json())["status"] == "playing" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for c in doc["calls"]:
+            reason = (c["reason"] or c["state"]).split(":")[0]
+            reasons[reason] = reasons.get(reason, 0) + 1
+    return "calls: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
 
 
 def chunked_post(base: str, total: int) -> str:
@@ -184,6 +200,7 @@ def chunked_post(base: str, total: int) -> str:
 def scenarios(quick: bool, upstream: Upstream) -> list[tuple[str, Callable[[httpx.Client, str], str]]]:
     big = 20 * MiB if not quick else 4 * MiB
     huge = 50 * MiB - 64 * 1024 if not quick else 8 * MiB
+    calls = 100_000 if not quick else 20_000
     catastrophic = [
         {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a|a)*$"}}}}},
         {"type": "function", "function": {"name": "g", "parameters": {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}}},
@@ -200,6 +217,8 @@ def scenarios(quick: bool, upstream: Upstream) -> list[tuple[str, Callable[[http
         ("idle", lambda c, b: (time.sleep(2), "-")[1]),
         ("catastrophic pattern via proxy x5", lambda c, b: proxied(c, b, upstream, catastrophic, hostile, 5)),
         ("50 tools x 20 properties via proxy x5", lambda c, b: proxied(c, b, upstream, many, EVENT, 5)),
+        (f"non-streaming body, {calls // 1000}k tool calls via proxy", lambda c, b: proxied(c, b, upstream, [], _chat_completion(calls), 1, stream=False)),
+        (f"one SSE event, {calls // 1000}k tool calls via proxy", lambda c, b: proxied(c, b, upstream, [], _chat_calls(*((f"c{i}", "f", '{"a":1}') for i in range(calls))), 1)),
         (f"upload {big // MiB} MiB blank lines + event", lambda c, b: upload(c, b, "blank.sse", b"\n" * big + EVENT)),
         (f"upload {huge / MiB:.0f} MiB blank lines + event", lambda c, b: upload(c, b, "blank50.sse", b"\n" * huge + EVENT)),
         (f"upload {big // MiB} MiB comment lines + event", lambda c, b: upload(c, b, "comments.sse", b":k\n" * (big // 3) + EVENT)),
@@ -212,7 +231,8 @@ def scenarios(quick: bool, upstream: Upstream) -> list[tuple[str, Callable[[http
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="smaller inputs (4/8 MiB uploads, 100 MiB POST)")
+    parser.add_argument("--quick", action="store_true", help="smaller inputs (4/8 MiB uploads, 20k calls, 100 MiB POST)")
+    parser.add_argument("--only", metavar="TEXT", help="run only the scenarios whose name contains TEXT")
     args = parser.parse_args()
     upstream = Upstream()
     port = _free_port()
@@ -233,6 +253,8 @@ def main() -> int:
                 watcher = Watcher(base, server.pid)
                 rows = []
                 for name, run in scenarios(args.quick, upstream):
+                    if args.only and args.only not in name:
+                        continue
                     watcher.start()
                     try:
                         outcome = run(client, base)

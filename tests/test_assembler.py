@@ -228,7 +228,7 @@ def test_a_later_different_name_fails_the_call_saying_so() -> None:
     run(asm, [CallStart((0,), "call_1", "get_weather"), ArgsFragment((0,), "{}"), CallIdentity((0,), None, "null"), StreamEnd()])
     (call,) = asm.result().calls
     assert call.state is CallState.FAILED and call.name == "get_weather"
-    assert call.reason == "name_conflict: a later chunk named a different tool for this call ('get_weather', then 'null')"
+    assert call.reason == "name_conflict: a later chunk named a different tool for this call ('get_weather', then a name of 4 characters that is no declared tool)"
     assert [r.tool_call_id for r in asm.result().results] == ["call_1"]
 
 

@@ -215,7 +215,7 @@ def test_end_ops_table() -> None:
     assert end_ops("finish_reason", ["eos"], "[DONE]") == [Quirk("unknown_finish_reason"), StreamEnd("[DONE]")]
     assert end_ops("response.incomplete:", [], None, floor="truncated") == [StreamTruncated("response.incomplete: no reason given")]
     assert end_ops("response.incomplete:", ["x" * 100], None, floor="truncated") == [
-        StreamTruncated("response.incomplete: (unrecognised reason)")]
+        StreamTruncated("response.incomplete: (hidden reason, 100 characters)")]
 
 
 def sse_of(events: list[Any]) -> bytes:

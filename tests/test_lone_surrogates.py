@@ -88,8 +88,8 @@ def test_provider_reasons_with_a_lone_surrogate_are_escaped() -> None:
     (stream,) = classes.assemble_bytes(open_call + error)
     (call,) = stream.calls
     # a type that is not code-like is provider free text: named as such, never shown
-    assert stream.end == "error" and stream.end_detail == "(not a code)"
-    assert call.reason == "stream_error: (not a code)"
+    assert stream.end == "error" and stream.end_detail == "(hidden code, 13 characters)"
+    assert call.reason == "stream_error: (hidden code, 13 characters)"
     json.dumps(stream.to_json(), ensure_ascii=False).encode("utf-8")
 
 

@@ -12,12 +12,13 @@ import pytest
 from toollatch import CallState, Pipeline
 from toollatch.wire.capture import DONE, ProviderEvent
 from toollatch.core.model import StreamResult
+from toollatch.core.registry import ToolRegistry
 
 HEAD = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 
 
-def run(dialect: str, events: list[Any]) -> StreamResult:
-    pipeline = Pipeline(dialect)
+def run(dialect: str, events: list[Any], tools: tuple[str, ...] = ()) -> StreamResult:
+    pipeline = Pipeline(dialect, registry=ToolRegistry({name: None for name in tools}) if tools else None)
     for i, data in enumerate(events, 1):
         pipeline.feed(ProviderEvent(None, data, i, 0))
     pipeline.close()
@@ -55,9 +56,16 @@ def test_a_different_name_later_fails_the_call(dialect: str, build: Any) -> None
     result = run(dialect, build("null"))
     (call,) = result.calls
     assert call.state is CallState.FAILED and call.name == "lookup"
-    assert call.reason == "name_conflict: a later chunk named a different tool for this call ('lookup', then 'null')"
+    # no declared tool is named "null": provider text, shown by its length only
+    assert call.reason == "name_conflict: a later chunk named a different tool for this call ('lookup', then a name of 4 characters that is no declared tool)"
     assert [(r.tool_call_id, r.is_error) for r in result.results] == [("call_A", True)]
     assert result.quirks.get("name_conflict") == 1
+
+
+@pytest.mark.parametrize(("dialect", "build"), [("openai-chat", chat), ("openai-responses", responses)])
+def test_a_later_declared_tool_name_is_quoted(dialect: str, build: Any) -> None:
+    (call,) = run(dialect, build("search"), tools=("lookup", "search")).calls
+    assert call.reason == "name_conflict: a later chunk named a different tool for this call ('lookup', then 'search')"
 
 
 @pytest.mark.parametrize(("dialect", "build"), [("openai-chat", chat), ("openai-responses", responses)])
@@ -67,5 +75,5 @@ def test_the_same_name_repeated_stays_fine(dialect: str, build: Any) -> None:
 
 
 def test_a_long_name_is_cut_in_the_reason() -> None:
-    (call,) = run("openai-chat", chat("n" * 500)).calls
+    (call,) = run("openai-chat", chat("n" * 500), tools=("lookup", "n" * 500)).calls
     assert call.reason is not None and call.reason.endswith("then '" + "n" * 64 + "…')")

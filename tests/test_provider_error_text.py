@@ -26,7 +26,7 @@ def test_the_detail_names_type_and_code_and_keeps_the_message_apart() -> None:
     assert provider_error("a bare text") == StreamError("provider error", "a bare text")
     assert provider_error({"message": {"nested": 1}}, prefix="error: ") == StreamError("error", "{'nested': 1}")
     assert provider_error(None, (), prefix="ThrottlingException") == StreamError("ThrottlingException", None)
-    assert provider_error({"type": 'could not parse {"q": "hunter2"}', "message": "m"}).detail == "(not a code)"
+    assert provider_error({"type": 'could not parse {"q": "hunter2"}', "message": "m"}).detail == "(hidden code, 32 characters)"
 
 
 def test_the_cli_shows_the_message_only_with_reveal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

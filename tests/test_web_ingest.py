@@ -282,3 +282,30 @@ def test_an_unusable_tools_schema_is_named_without_quoting_it(client: TestClient
     doc = json.loads(har(SSE, tools=tools))
     response = upload(client, "t.har", json.dumps(doc).encode())
     assert response.status_code == 422 and "tools cannot be used: tool 't': invalid JSON Schema: /properties/k/type" in html.unescape(response.text) and SECRET not in response.text
+
+
+def test_a_large_upload_is_joined_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    from typing import Any
+
+    from toollatch.web.triage import ingest
+
+    threads: list[threading.Thread] = []
+    real = asyncio.to_thread
+
+    async def spy(func: Any, *args: Any) -> Any:
+        def run() -> Any:
+            threads.append(threading.current_thread())
+            return func(*args)
+        return await real(run)
+
+    monkeypatch.setattr(ingest, "JOIN_ON_LOOP_BYTES", READ_CHUNK)
+    monkeypatch.setattr(ingest.asyncio, "to_thread", spy)
+    data = b"x" * (READ_CHUNK * 2 + 5)
+
+    async def main() -> tuple[bytes, threading.Thread]:
+        return await read_upload(UploadFile(io.BytesIO(data), filename="a.sse"), len(data)), threading.current_thread()
+
+    joined, loop_thread = asyncio.run(main())
+    assert joined == data
+    assert threads and all(t is not loop_thread for t in threads)

@@ -96,15 +96,19 @@ def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None
         else:
             asm._quirk("name_conflict", out)
             if not call.machine.state.terminal:
-                asm._fail(call, Reason.NAME_CONFLICT.with_detail(renamed(call.name, op.name)), out)
+                declared = asm.registry is not None and op.name in asm.registry
+                asm._fail(call, Reason.NAME_CONFLICT.with_detail(renamed(call.name, op.name, declared or asm.reveal)), out)
     if changed:
         asm._emit(out, "identity", call)
         if call.call_id in asm._run_ids and call.executor == "client" and not call.machine.state.terminal:
             stream_end.refuse_reused_id(asm, call, out)
 
 
-def renamed(first: str, later: str) -> str:
-    """The detail of a ``name_conflict``: both tool names, each cut to 64 characters."""
+def renamed(first: str, later: str, quoted: bool = True) -> str:
+    """The detail of a ``name_conflict``: both tool names, each cut to 64 characters; the
+    later one only when ``quoted`` (a declared tool, or text revealed), else its length: a
+    name no tool has is provider text, and could be argument text."""
     def cut(name: str) -> str:
         return repr(name if len(name) <= 64 else name[:64] + "…")
-    return f"a later chunk named a different tool for this call ({cut(first)}, then {cut(later)})"
+    shown = cut(later) if quoted else f"a name of {len(later)} characters that is no declared tool"
+    return f"a later chunk named a different tool for this call ({cut(first)}, then {shown})"

@@ -91,6 +91,12 @@ class Reason(str, enum.Enum):
         return f"{self.value}: {detail}" if detail else self.value
 
 
+def hidden(value: str, what: str = "value") -> str:
+    """The stand-in a reason shows for provider text it hides: ``(hidden <what>, N characters)``
+    (``N``: the length of ``value`` in characters)."""
+    return f"(hidden {what}, {len(value)} characters)"
+
+
 # ------------------------------------------------------------------ results
 
 

@@ -196,9 +196,16 @@ class StreamEnd:
     """The provider's *normal* end (``[DONE]``, ``finish_reason``, ``message_stop``)."""
 
     detail: str | None = None
+    #: A stop reason the detail hides (:mod:`toollatch.dialects.words`): shown only when a
+    #: person asked to reveal text.
+    message: str | None = field(default=None, compare=False)
+    #: Provider words the detail shows as they are (a stop reason): hidden after all when a
+    #: call that did not commit holds one in its argument text (:func:`toollatch.core.stream_end.guard_words`).
+    words: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         _escaped_detail(self)
+        _escaped_detail(self, "message")
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,9 +213,16 @@ class StreamTruncated:
     """Input ended without the provider's normal end."""
 
     detail: str | None = None
+    #: Provider text the detail leaves out (a stop reason hidden by :mod:`toollatch.dialects.words`):
+    #: shown only when a person asked to reveal text.
+    message: str | None = field(default=None, compare=False)
+    #: Provider words the detail shows as they are (a stop reason): hidden after all when a
+    #: call that did not commit holds one in its argument text (:func:`toollatch.core.stream_end.guard_words`).
+    words: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         _escaped_detail(self)
+        _escaped_detail(self, "message")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,9 +230,14 @@ class StreamError:
     """The provider reported an error, or the stream could not be interpreted."""
 
     detail: str | None = None
-    #: The provider's own free text (an error's ``message``): untrusted, it may quote the
-    #: arguments. Shown only when a person asked to reveal text (``--reveal``, *Reveal*).
+    #: The provider's own free text (an error's ``message``, and any reason, type or code
+    #: the detail hides): untrusted, it may quote the arguments. Shown only when a person
+    #: asked to reveal text (``--reveal``, *Reveal*).
     message: str | None = None
+    #: Provider words the detail shows as they are (a stop reason, an error type or code):
+    #: hidden after all when a call that did not commit holds one in its argument text
+    #: (:func:`toollatch.core.stream_end.guard_words`).
+    words: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         _escaped_detail(self)

@@ -144,6 +144,30 @@ class Pipeline:
             return self._apply_all(ops)
         return self._feed_known(event)
 
+    def ops_of(self, event: ProviderEvent) -> list[Op] | None:
+        """The ops a plain ``event`` of the known dialect means, in a stream already begun,
+        to be applied with :meth:`apply_ops` (in order, in as many parts as the caller likes:
+        :meth:`feed` of the event is the same as applying them all at once). None for any
+        other event (dialect not yet known, unreadable, framing, input closed): give it to
+        :meth:`feed`. The first event that tells the dialect is taken here too (the dialect
+        is then set). Lets a caller that must not hold its thread for long split an event
+        of many calls."""
+        if event.error is not None or event.framing or event.data is None:
+            return None
+        if self._hot is None:  # the first event, telling the dialect (else: feed's own path)
+            if self._adapter is not None or self._pending or self._closed or (found := detect(event)) not in ADAPTERS:
+                return None
+            self._use(found)
+            return self._ops(event)
+        try:
+            return self._adapter.feed(event)  # type: ignore[union-attr]
+        except ADAPTER_FAULTS as exc:
+            return [self._uninterpretable(event, exc)]
+
+    def apply_ops(self, ops: list[Op]) -> list[AssemblyEvent]:
+        """Apply ops from :meth:`ops_of`, in order; return the assembly events they caused."""
+        return self._apply_all(ops) if ops else []
+
     def close(self) -> list[AssemblyEvent]:
         """End of input: a stream that did not end normally becomes truncated."""
         if self._closed:

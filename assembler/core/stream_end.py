@@ -28,6 +28,7 @@ from toollatch.core.model import (
     StreamEndKind,
     StreamError,
     StreamTruncated,
+    hidden,
 )
 from toollatch.core.schemacheck import CheckBudget
 from toollatch.core.state import CallInput
@@ -41,6 +42,7 @@ def finish_complete(asm: Assembler, op: StreamEnd, out: list[AssemblyEvent]) -> 
     """The stream ended normally: every call not yet terminal reaches the latch, in
     ``finalize_order``; calls sharing one tool_call_id fail first."""
     asm._ended_at = asm._clock()
+    found = holders(asm, op.detail, op.words)  # before the latch releases the buffers
     calls = asm._ordered()
     shared = shared_ids(calls)  # a tool_call_id carried by more than one client call
     budget = CheckBudget()  # the schema checks of all the calls latched here, together
@@ -54,7 +56,7 @@ def finish_complete(asm: Assembler, op: StreamEnd, out: list[AssemblyEvent]) -> 
             asm._move(call, CallInput.ARGS_COMPLETE, out)
         if call.machine.state is CallState.ARGS_COMPLETE:
             latch(asm, call, out, budget)
-    asm._set_end("complete", op.detail, out)
+    asm._set_end("complete", shown_detail(asm, op.detail, op.message, found), out)
 
 
 def latch(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], budget: CheckBudget | None = None) -> None:
@@ -122,18 +124,54 @@ def refuse_reused_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent])
     asm._fail(call, Reason.STREAM_ERROR.with_detail("call id already used by a committed call"), out)
 
 
+def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[str, list[CallRecord]]:
+    """For each provider word of ``words`` that ``detail`` shows (a stop reason, an error
+    type or code: :mod:`toollatch.dialects.words`), the calls not yet committed whose
+    buffered argument text holds it. Reads each buffer once per word: linear."""
+    if not detail or not words:
+        return {}
+    calls = [call for call in asm._ordered() if (call.buffer or call.whole_arguments) and call.machine.state is not CallState.COMMITTED]
+    found: dict[str, list[CallRecord]] = {}
+    for word in dict.fromkeys(words):
+        if word and word in detail:
+            data = word.encode("utf-8", "surrogatepass")
+            held = [call for call in calls if (call.buffer and data in call.buffer) or (call.whole_arguments and word in call.whole_arguments)]
+            if held:
+                found[word] = held
+    return found
+
+
+def guard_words(detail: str | None, found: dict[str, list[CallRecord]]) -> tuple[str | None, list[str]]:
+    """``detail`` with each word of ``found`` (:func:`holders`) that a call which did not
+    commit holds hidden by its length: such a word could be the arguments leaking out
+    through the provider's reason field. Returns the detail and the words hidden (kept for
+    *Reveal*)."""
+    hide = [w for w, calls in found.items() if any(c.machine.state is not CallState.COMMITTED for c in calls)]
+    for word in sorted(hide, key=len, reverse=True):
+        detail = detail.replace(word, hidden(word)) if detail else detail
+    return detail, hide
+
+
+def shown_detail(asm: Assembler, detail: str | None, message: str | None, found: dict[str, list[CallRecord]]) -> str | None:
+    """The detail of a stream's end as shown: words guarded (:func:`guard_words`); the
+    provider's own text and the words hidden (untrusted: they may quote the arguments) kept
+    apart for a Reveal (``provider_message``), joined to the detail only when text is revealed."""
+    detail, hide = guard_words(detail, found)
+    message = "; ".join([*hide, *([message] if message else [])]) or None
+    if message and asm.provider_message is None:
+        asm.provider_message = message
+    return f"{detail}: {message}" if asm.reveal and message else detail
+
+
 def finish_truncated(asm: Assembler, op: StreamTruncated, out: list[AssemblyEvent]) -> None:
     """The stream stopped before its normal end: every open call fails ``stream_truncated``."""
-    finish_failed(asm, "truncated", Reason.STREAM_TRUNCATED, op.detail, out)
+    detail = shown_detail(asm, op.detail, op.message, holders(asm, op.detail, op.words))
+    finish_failed(asm, "truncated", Reason.STREAM_TRUNCATED, detail, out)
 
 
 def finish_error(asm: Assembler, op: StreamError, out: list[AssemblyEvent]) -> None:
     """The provider ended the stream with an error: every open call fails ``stream_error``."""
-    # The provider's own text (untrusted, it may quote the arguments) joins the
-    # detail only when text is revealed; it is kept apart for a Reveal otherwise.
-    if op.message and asm.provider_message is None:
-        asm.provider_message = op.message
-    detail = f"{op.detail}: {op.message}" if asm.reveal and op.message else op.detail
+    detail = shown_detail(asm, op.detail, op.message, holders(asm, op.detail, op.words))
     finish_failed(asm, "error", Reason.STREAM_ERROR, detail, out)
 
 

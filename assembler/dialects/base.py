@@ -7,38 +7,40 @@ states, latches or limits; it never parses argument text. The one exception is
 
 from __future__ import annotations
 
-import re
 from typing import Any, Protocol
 
 from toollatch.wire.capture import ProviderEvent
 from toollatch.core.finalize import StrictJSONError, strict_loads
 from toollatch.core.model import ArgsNotStrict, CallKey, Op, StreamError
+from toollatch.dialects.words import is_word, shown_word
 
 #: A provider error's free text kept for *Reveal*, at most this many characters.
 MESSAGE_LIMIT = 2000
-#: What an error's type, code or status looks like (``server_error``, ``503``,
-#: ``UNAVAILABLE``); anything else in those fields is free text and is not shown.
-_CODE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
-
-
-def provider_error(error: Any, fields: tuple[str, ...] = ("type", "code"), prefix: str = "") -> StreamError:
+def provider_error(error: Any, fields: tuple[str, ...] = ("type", "code"), prefix: str = "", words: tuple[str, ...] = ()) -> StreamError:
     """A provider's error object (or text) as a :class:`StreamError`: the detail names
     only its ``fields`` (type, code, status: words the provider picks from a fixed list),
     after ``prefix``; the ``message`` is the provider's free text, untrusted (it can quote
-    the arguments), kept apart for *Reveal* and ``--reveal`` only. An error that is a bare
-    string is all free text."""
+    the arguments), kept apart for *Reveal* and ``--reveal`` only. A field that is no word
+    (:func:`toollatch.dialects.words.is_word`) is shown by its length only and joins the
+    message. An error that is a bare string is all free text. ``words``: the provider words
+    ``prefix`` holds (a Bedrock exception name, shown by :func:`~toollatch.dialects.words.shown_word`):
+    those it hides join the message; those it shows are checked like the fields against the
+    calls' buffered text where the stream ends."""
     message: Any = None
-    named: list[str] = []
+    pairs: list[tuple[str, str]] = []
     if isinstance(error, dict):
-        named = [str(error.get(k)) for k in fields if error.get(k) not in (None, "") and not isinstance(error.get(k), (dict, list))]
-        named = [n if _CODE.fullmatch(n) else "(not a code)" for n in named]  # a field holding free text is not shown
+        pairs = [(k, str(error.get(k))) for k in fields if error.get(k) not in (None, "") and not isinstance(error.get(k), (dict, list))]
         message = error.get("message")
     elif error not in (None, ""):
         message = error
     if message not in (None, "") and not isinstance(message, str):
         message = str(message)
+    raw = [v for _, v in pairs]
+    named = [shown_word(v, "code") for v in raw]  # a field holding free text is not shown
+    unshown = [*(w for w in words if not is_word(w)), *(f"{k}: {v}" for k, v in pairs if not is_word(v))]
     detail = prefix + ": ".join(named) if named else (prefix.rstrip(": ") or "provider error")
-    return StreamError(detail, (message[:MESSAGE_LIMIT] or None) if isinstance(message, str) else None)
+    text = "; ".join([*unshown, *([message] if isinstance(message, str) and message else [])])
+    return StreamError(detail, text[:MESSAGE_LIMIT] or None, tuple(w for w in (*words, *raw) if is_word(w)))
 
 
 class DialectAdapter(Protocol):

@@ -44,6 +44,7 @@ from toollatch.core.model import (
 from toollatch.dialects.anthropic import AnthropicAdapter
 from toollatch.dialects.base import check_strict, provider_error
 from toollatch.dialects.ends import end_ops, shown_reason
+from toollatch.dialects.words import shown_word
 from toollatch.dialects.blocks import BlockKeys
 
 
@@ -87,7 +88,7 @@ class BedrockConverseAdapter:
             return end_ops("stopReason", reasons, f"messageStop {shown_reason(reason)}" if reasons else "messageStop")
         if kind.endswith("Exception"):
             self._ended = True
-            return [provider_error(body, (), prefix=kind)]
+            return [provider_error(body, (), prefix=shown_word(kind, "exception"), words=(kind,))]
         return []  # metadata and unknown events
 
     def close(self) -> list[Op]:
@@ -153,7 +154,7 @@ class BedrockInvokeAdapter:
         if not isinstance(chunk, dict) or not isinstance(chunk.get("bytes"), str):
             if isinstance(data, dict) and len(data) == 1 and next(iter(data)).endswith("Exception"):
                 ((kind, body),) = data.items()
-                return [provider_error(body, (), prefix=kind)]
+                return [provider_error(body, (), prefix=shown_word(kind, "exception"), words=(kind,))]
             return [Quirk("non_chunk_line")]
         try:
             payload = base64.b64decode(chunk["bytes"], validate=True)

@@ -111,7 +111,7 @@ class CohereAdapter:
         reason = delta.get("finish_reason")
         self._ended = True
         if reason == "ERROR" or delta.get("error"):
-            return [provider_error(delta.get("error"), (), prefix=f"message-end {shown_reason(str(reason))}: " if reason else "message-end: ")]
+            return [provider_error(delta.get("error"), (), prefix=f"message-end {shown_reason(str(reason))}: " if reason else "message-end: ", words=(str(reason),) if reason else ())]
         reasons = [reason] if isinstance(reason, str) and reason else []
         return end_ops("finish_reason", reasons, f"message-end {shown_reason(reason)}" if reasons else "message-end")
 

@@ -45,6 +45,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from toollatch.core.model import Op, Quirk, StreamEnd, StreamError, StreamTruncated
+from toollatch.dialects.words import is_word, shown_word
 
 EndKind = Literal["complete", "truncated", "error"]
 
@@ -103,16 +104,10 @@ def kind_of(reason: str) -> EndKind | None:
     return None
 
 
-#: What a stop reason looks like (``tool_calls``, ``MAX_TOKENS``, ``end_turn``): a word from
-#: the provider's fixed list. Anything else in that field is free text (it could quote a
-#: call's arguments) and is never shown.
-_REASON = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
-
-
 def shown_reason(reason: str) -> str:
-    """``reason`` as it may be shown: itself when it looks like a stop reason (letters,
-    digits, ``_.-``, at most 64), else ``"(unrecognised reason)"``."""
-    return reason if _REASON.fullmatch(reason) else "(unrecognised reason)"
+    """``reason`` as it may be shown (:func:`toollatch.dialects.words.shown_word`): a known
+    stop reason or an identifier shape as it is, else ``"(hidden reason, N characters)"``."""
+    return shown_word(reason, "reason")
 
 
 def end_ops(field: str, reasons: Iterable[str], normal: str | None, *, floor: EndKind = "complete") -> list[Op]:
@@ -132,6 +127,7 @@ def end_ops(field: str, reasons: Iterable[str], normal: str | None, *, floor: En
     ops: list[Op] = []
     worst: EndKind = floor
     named: dict[EndKind, list[str]] = {"complete": [], "truncated": [], "error": []}
+    reasons = list(reasons)
     for reason in reasons:
         kind = kind_of(reason)
         if kind is None:
@@ -143,11 +139,14 @@ def end_ops(field: str, reasons: Iterable[str], normal: str | None, *, floor: En
             named[kind].append(reason)
         if _RANK[kind] > _RANK[worst]:
             worst = kind
+    unshown = [r for r in reasons if not is_word(r)]
+    message = f"{field.rstrip(':')}: {', '.join(unshown)}" if unshown else None  # the hidden reasons, for Reveal only
+    words = tuple(r for r in reasons if is_word(r))
     if worst == "complete":
-        ops.append(StreamEnd(normal))
+        ops.append(StreamEnd(normal, message, words))
         return ops
     detail = f"{field} {','.join(named[worst]) or 'no reason given'}"
-    ops.append(StreamTruncated(detail) if worst == "truncated" else StreamError(detail))
+    ops.append(StreamTruncated(detail, message, words) if worst == "truncated" else StreamError(detail, message, words))
     return ops
 
 

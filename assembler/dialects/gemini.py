@@ -65,6 +65,7 @@ from toollatch.wire.capture import ProviderEvent
 from toollatch.core.model import ArgsFragment, ArgsNotStrict, BlockStop, CallKey, CallStart, CallTruncated, Op, Quirk, StreamEnd, StreamError, StreamTruncated
 from toollatch.dialects.base import provider_error, strictness_fault
 from toollatch.dialects.ends import end_ops, kind_of, shown_reason
+from toollatch.dialects.words import is_word
 
 _VALUE_FIELDS = ("numberValue", "boolValue", "nullValue")
 _SEGMENT = re.compile(r"""\.([^\W\d][\w-]*)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\["((?:[^"\\]|\\.)*)"\]""")
@@ -119,7 +120,8 @@ class GeminiAdapter:
             block = (data.get("promptFeedback") or {}).get("blockReason")
             if block:
                 self._ended = True
-                return [StreamError(f"prompt blocked: {block}")]
+                block = str(block)
+                return [StreamError(f"prompt blocked: {shown_reason(block)}", None if is_word(block) else f"blockReason: {block}", (block,))]
             return []  # usage-only or metadata chunk
         ops: list[Op] = []
         after_finish = False

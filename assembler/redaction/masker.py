@@ -22,8 +22,8 @@ A committed call's strings that its tool's schema publishes (``enum``, ``const``
 as the :class:`~.scalarmask.MaskPlan` says (:mod:`.published`).
 Text fields (assistant text, reasoning, signatures, citations, Anthropic's
 ``stop_sequence``) become placeholders of the same byte length; a stop reason
-(``finish_reason``, ``stop_reason``, ``stopReason``, ``finishReason``) that is no word
-from the provider's list becomes one that still is no word. A shape the dialect never has is masked whole.
+(``finish_reason``, ``stop_reason``, ``stopReason``, ``finishReason``), error type or code
+that is no word from the provider's list becomes one that still is no word. A shape the dialect never has is masked whole.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from toollatch.core import jsontext
 from toollatch.dialects.responses_items import KINDS
 from toollatch.redaction.gemini_mask import GeminiMasker
 from toollatch.redaction.places import mask_reason, mask_text as _text
-from toollatch.redaction.redactor import mask_arguments, mask_value
+from toollatch.redaction.redactor import mask_arguments, mask_value, placeholder
 from toollatch.redaction.scalarmask import MaskPlan
 from toollatch.wire.untrusted import parse_json
 
@@ -64,6 +64,7 @@ class DialectMasker(GeminiMasker):
     def __init__(self, dialect: str, plan: MaskPlan | None = None, *, record: bool = False) -> None:
         super().__init__(plan, record=record)
         self._method = getattr(self, self.METHODS[dialect])
+        self._first_names: dict[tuple[str, str], str] = {}  # OpenAI Chat: each call's first tool name
 
     # ------------------------------------------------------------------ OpenAI Chat
 
@@ -72,6 +73,7 @@ class DialectMasker(GeminiMasker):
             delta = choice.get("delta")
             if isinstance(delta, dict):
                 self._chat_delta(delta)
+                self._chat_names(choice.get("index"), delta)
             elif delta is not None:
                 choice["delta"] = mask_value(delta)
             message = choice.get("message")
@@ -86,6 +88,30 @@ class DialectMasker(GeminiMasker):
             for field in list(choice):
                 if field not in _CHOICE_READ:
                     choice[field] = _text(choice[field])
+
+    def _chat_names(self, choice: Any, delta: dict[str, Any]) -> None:
+        """A tool name on a later chunk of a call that differs from the call's first one (the
+        call fails ``name_conflict``): provider text that could be argument text, kept as a
+        placeholder of its byte length that still differs, so the replay fails it the same way."""
+        for entry in self.objects(delta, "tool_calls"):
+            fn = entry.get("function")
+            name = fn.get("name") if isinstance(fn, dict) else None
+            if not isinstance(name, str) or not name:
+                continue
+            key = (str(choice), str(entry.get("index")))
+            if entry.get("id"):
+                self._first_names.pop(key, None)  # another call at that index
+            fn["name"] = self._later_name(key, name)
+
+    def _later_name(self, key: tuple[str, str], name: str) -> str:
+        """``name`` as kept for the call at ``key``: its first name as is; a later, different
+        one (the call fails ``name_conflict``) as a placeholder of its byte length that
+        still differs from the first."""
+        first = self._first_names.setdefault(key, name)
+        if name == first:
+            return name
+        stand_in = placeholder(name)
+        return stand_in if stand_in != first else "y" * len(stand_in)
 
     def _chat_delta(self, delta: dict[str, Any]) -> None:
         for field in list(delta):  # content, reasoning, refusal, audio, annotations...
@@ -244,6 +270,9 @@ class DialectMasker(GeminiMasker):
         whole response) rather than one that starts a call."""
         out = dict(item)
         kind = out.get("type")
+        name, ident = out.get("name"), out.get("id") or out.get("call_id")
+        if isinstance(name, str) and name and isinstance(ident, str) and ident:
+            out["name"] = self._later_name(("item", ident), name)
         for field in out:
             value = out[field]
             if field in ("type", "id", "call_id", "name", "status", "role", "server_label", "execution") or value is None:

@@ -196,6 +196,7 @@ def _when_balanced(buf: _Buf, fragment: str, committed: dict[str, Any], out: lis
 def _openai_strategies(events: Iterable[ProviderEvent], committed: dict[str, Any], latched_names: list[str | None]) -> list[NaiveAction]:
     by_position: dict[tuple[int, int], _Buf] = {}
     names: dict[tuple[int, Any], _Buf] = {}
+    others: set[tuple[int, Any]] = set()  # calls named, on a later chunk, a tool other than their first
     out: list[NaiveAction] = []
     for event in events:
         data = event.data
@@ -217,13 +218,19 @@ def _openai_strategies(events: Iterable[ProviderEvent], committed: dict[str, Any
                 index = entry.get("index", position)
                 named = names.setdefault((choice.get("index", 0), index if isinstance(index, int) else position), _Buf())
                 if isinstance(fn.get("name"), str):
-                    named.name = (named.name or "") + escape_surrogates(fn["name"])
+                    piece = escape_surrogates(fn["name"])
+                    key = (choice.get("index", 0), index if isinstance(index, int) else position)
+                    if named.name and piece and not named.name.startswith(piece):
+                        others.add(key)
+                    named.name = (named.name or "") + piece
                 named.call_id = named.call_id or _text(entry.get("id")) or None
     naive_calls = list(by_position.values())
     if len(naive_calls) != len([n for n in latched_names if n is not None]):
         for buf in naive_calls:
             out.append(_action("merge_by_position", "merged", buf, committed, _safe_parse(buf.text)))
-    for buf in names.values():
+    for key, buf in names.items():
         if buf.name and buf.name not in latched_names:
+            if key in others:  # a later name is provider text no call took: named by its length only
+                buf.name = f"(a name of {len(buf.name)} characters)"
             out.append(_action("concatenate_names", "renamed", buf, committed))
     return out

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 from toollatch.core import jsontext
-from toollatch.dialects.ends import shown_reason
 from toollatch.wire.capture import DONE, ProviderEvent
 from toollatch.dialects.openai_responses import _WRAP_CLOSE, _WRAP_OPEN  # around a custom tool's free-text input
 from toollatch.core.model import Op
+from toollatch.dialects.words import known
 from toollatch.redaction.redactor import (
     ArgOp,
     Ledger,
@@ -53,9 +53,29 @@ def mask_text(value: Any) -> Any:
 _ERROR_KEEP = frozenset({"type", "code", "status"})
 
 
+def mask_word(value: Any) -> Any:
+    """A reason, type or code as a reproducer keeps it: a word of a known vocabulary
+    (:func:`toollatch.dialects.words.known`) or a number as it is; any other string (even one
+    shaped like a word: it could be a piece of a call's arguments) as a stand-in of its byte
+    length that is no word (it starts with a space), so the replay hides it just the same
+    and ends the stream the same way."""
+    if not isinstance(value, str) or value.lower() in known():
+        return value
+    return " " + placeholder(value)[1:]
+
+
+def mask_exception_name(name: str) -> str:
+    """A Bedrock ``...Exception`` event name as a reproducer keeps it: a known one as it is,
+    else a stand-in of the same length that still ends in ``Exception`` (so the replay reads
+    an exception event) and is no word."""
+    if name.lower() in known() or len(name) < 12:
+        return name if name.lower() in known() else "X0Exception"
+    return "X0" + "x" * (len(name) - 11) + "Exception"
+
+
 def _mask_error(error: Any) -> Any:
     if isinstance(error, dict):
-        return {k: v if k in _ERROR_KEEP and not isinstance(v, (dict, list)) else mask_text(v) for k, v in error.items()}
+        return {k: mask_word(v) if k in _ERROR_KEEP and not isinstance(v, (dict, list)) else mask_text(v) for k, v in error.items()}
     return mask_text(error)
 
 
@@ -63,8 +83,8 @@ def mask_provider_errors(data: dict[str, Any]) -> None:
     """Mask, in place, the free text of a provider error in an event of any dialect (an
     ``error`` object's ``message``, a Responses ``response.error``, a Bedrock
     ``...Exception`` body, a Cohere error ``message`` or ``message-end`` ``delta.error``):
-    untrusted text that can quote the arguments. Its type, code and status stay, so the
-    replay fails the stream the same way."""
+    untrusted text that can quote the arguments. Its type, code and status stay when they
+    are known words (:func:`mask_word`), so the replay fails the stream the same way."""
     if data.get("error") is not None:
         data["error"] = _mask_error(data["error"])
     if isinstance(data.get("message"), str):  # an error event's top-level message (Responses, Cohere)
@@ -75,18 +95,18 @@ def mask_provider_errors(data: dict[str, Any]) -> None:
     delta = data.get("delta")
     if isinstance(delta, dict) and delta.get("error") is not None:
         delta["error"] = _mask_error(delta["error"])
-    for kind, body in data.items():
-        if isinstance(kind, str) and kind.endswith("Exception") and body is not None:
-            data[kind] = _mask_error(body)
+    for kind, body in list(data.items()):
+        if isinstance(kind, str) and kind.endswith("Exception"):
+            masked = _mask_error(body) if body is not None else None
+            del data[kind]
+            data[mask_exception_name(kind)] = masked
 
 
 def mask_reason(value: Any) -> Any:
-    """A stop reason as a reproducer keeps it: a word from the provider's list as is; free
-    text (it could quote a call's arguments) as a placeholder of its byte length that is
-    still no word (a leading space), so the replay names it unrecognised just the same."""
-    if not isinstance(value, str) or shown_reason(value) == value:
-        return value
-    return " " + placeholder(value)[1:]
+    """A stop reason as a reproducer keeps it (:func:`mask_word`): a word from the provider's
+    list as is; anything else (it could quote a call's arguments) as a placeholder of its
+    byte length that is no word, so the replay reads it as an unknown reason just the same."""
+    return mask_word(value)
 
 
 def is_empty(value: Any) -> bool:

@@ -12,6 +12,7 @@ Pure: no I/O, no web imports.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -149,27 +150,44 @@ def retell_body(dialect: str | None, body: bytes, name: str = "response") -> tup
     """``(stream bytes, None)`` for a readable non-streaming ``body`` of ``dialect``, else
     ``(None, why)``: ``why`` names the fault (not JSON and where, not an object, not a
     response of that dialect, nested too deep) and never quotes the body."""
+    wire, problem, _ = retell_capped(dialect, body, name)
+    return wire, problem
+
+
+def retell_capped(
+    dialect: str | None, body: bytes, name: str = "response", max_calls: int | None = None
+) -> tuple[bytes | None, str | None, int]:
+    """:func:`retell_body` re-telling at most ``max_calls`` of the body's tool calls (the
+    first ones; ``None``: all): ``(stream bytes, None, untold)`` where ``untold`` counts the
+    calls left out (0 when the body holds at most ``max_calls``), or ``(None, why, 0)``.
+    The stream, and the work of assembling it, are bounded by ``max_calls`` however many
+    calls the body holds; reading the body itself is linear in its size. Pure (no shared
+    state), so it may run in a worker thread."""
     if dialect not in MOCK_DIALECTS:
-        return None, "no known response format for this endpoint"
+        return None, "no known response format for this endpoint", 0
     doc, problem = parse_json(body)
     if problem is not None:
-        return None, f"the body is {problem}"
+        return None, f"the body is {problem}", 0
     if not isinstance(doc, dict):
-        return None, "the body is not a JSON object"
+        return None, "the body is not a JSON object", 0
+    untold = 0
     try:
         script, valued = _read(dialect, doc, name)  # type: ignore[arg-type]
+        if max_calls is not None and len(script.calls) > max_calls:
+            untold = len(script.calls) - max_calls
+            script = dataclasses.replace(script, calls=script.calls[:max_calls])
         if valued:  # the lenient parse keeps the last of duplicate keys: re-read the body strictly
             strict_loads(bytes(body).decode("utf-8-sig"))
         wire = b"".join(stream_events(script, dialect))  # type: ignore[arg-type]
     except StrictJSONError as exc:
-        return None, f"the body is not strict JSON ({exc.problem}), so arguments it gives as JSON values cannot be judged"
+        return None, f"the body is not strict JSON ({exc.problem}), so arguments it gives as JSON values cannot be judged", 0
     except UnicodeEncodeError:  # a lone surrogate in a string cannot be written out
-        return None, "the body holds a string with a lone surrogate"
+        return None, "the body holds a string with a lone surrogate", 0
     except ValueError as exc:  # _read's own fixed descriptions
-        return None, f"the body is {exc}"
+        return None, f"the body is {exc}", 0
     except RecursionError:
-        return None, "the body's arguments are nested too deep"
-    return wire, None
+        return None, "the body's arguments are nested too deep", 0
+    return wire, None, untold
 
 
-__all__ = ["retell_body", "script_from_response", "synthesize_stream", "untold_arguments"]
+__all__ = ["retell_body", "retell_capped", "script_from_response", "synthesize_stream", "untold_arguments"]

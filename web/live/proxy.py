@@ -150,9 +150,10 @@ def connect_error(name: str, base: str, exc: Exception) -> str:
 
 
 async def conclude(store: LiveSessionStore, session: LiveSession, outcome: str, detail: str, secrets: list[str]) -> None:
-    """Apply how the upstream body ended to the session, then save its recording."""
+    """Apply how the upstream body ended to the session, then save its recording. A
+    non-streaming body is read off the event loop and assembled in steps (:meth:`LiveSession.settle`)."""
     if outcome == "complete":
-        session.finish()
+        await session.settle()
     elif outcome == "dropped":
         session.dropped(detail)
     elif outcome == "client_gone":

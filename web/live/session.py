@@ -32,10 +32,12 @@ from toollatch.wire.capture import ProviderEvent
 from toollatch.core.config import AssembleConfig
 from toollatch.observe.metrics import Metrics
 from toollatch.core.pipeline import Pipeline
-from toollatch.wire.retell import retell_body
+from toollatch.wire.retell import retell_capped
 
 from toollatch.web.live.credentials import describe_error, scrub_value  # describe_error: re-exported
+from toollatch.web.live.backlog import OPS_STEP, Backlog
 from toollatch.web.live.incremental import IncrementalCapture
+from toollatch.web.live.offload import retell_off_loop
 from toollatch.web.live.source import (  # noqa: F401  (re-exported: callers import them from here too)
     ENDPOINT_DIALECTS,
     LiveSource,
@@ -47,6 +49,10 @@ from toollatch.web.live.source import (  # noqa: F401  (re-exported: callers imp
 from toollatch.web.replay.session import Session, Status
 
 log = logging.getLogger("toollatch.web")
+
+#: Provider events of a re-told non-streaming body fed per step of :meth:`LiveSession.settle`
+#: before it yields to the event loop: a few milliseconds of assembly at most.
+JSON_STEP_EVENTS = 32
 
 
 class LiveSession(Session):
@@ -71,6 +77,11 @@ class LiveSession(Session):
         #: The client was sent the whole response (the proxy forwarded the upstream's normal
         #: end); what it holds may still be being assembled. A Stop then has nothing to abort.
         self.delivered = False
+        #: A non-streaming body, read and re-told (:meth:`_read_json`), and how many of its events were fed.
+        self._retold: tuple[list[ProviderEvent], str | None, int] | None = None
+        self._fed = 0
+        #: Events decoded and not yet assembled (:meth:`feed_bytes` with a ``step``).
+        self.backlog = Backlog()
 
     def scrubbed(self, value: Any) -> Any:
         """``value`` with every credential the request forwarded replaced by ``[redacted]``
@@ -104,10 +115,12 @@ class LiveSession(Session):
 
     # ------------------------------------------------------------------ feeding
 
-    def feed_bytes(self, chunk: bytes) -> None:
-        """One chunk exactly as received: kept for the recording, decoded, assembled. Never
-        raises: a fault in decoding ends the session with an error (status ERROR) naming
-        the exception's type only, and the bytes are still kept."""
+    def feed_bytes(self, chunk: bytes, step: int | None = None) -> None:
+        """One chunk exactly as received: kept for the recording, decoded, assembled: all of
+        it, or (``step``) about ``step`` ops, the rest held in :attr:`backlog` for later
+        :meth:`~toollatch.web.live.backlog.Backlog.work`. Never raises: a fault in decoding
+        ends the session with an error (status ERROR) naming the exception's type only, and
+        the bytes are still kept."""
         self.live_source.chunks.append(chunk)
         self.live_source.size += len(chunk)
         if not self.live_source.timed_elsewhere:
@@ -121,8 +134,8 @@ class LiveSession(Session):
             log.error("session %s: live decoding raised %s", self.id, type(exc).__name__)
             self._fail(f"The stream could not be decoded ({type(exc).__name__}).")
             return
-        for event in events:
-            self._event(event)
+        self.backlog.extend(events)
+        self.backlog.work(self, step)
         self._watch_idle()
 
     # ------------------------------------------------------------------ idle timeout
@@ -169,36 +182,98 @@ class LiveSession(Session):
         self._guard(lambda: self.pipeline.feed(event))
 
     def finish(self) -> None:
-        """The upstream body ended: assemble what is left; no normal end means truncated."""
+        """The upstream body ended: assemble what is left; no normal end means truncated.
+        A non-streaming body not yet read (:meth:`settle` reads it off the event loop) is
+        read and assembled here at once."""
         if self.status.done:
             return
         if self.upstream_error:
             self.failed(describe_error(self.live_source.http_status or 0, self.live_source.data))
             return
         if self.live_source.json_body:
-            if not self._assemble_json():
+            if self._retold is None:
+                self._retold = self._read_json()
+            if not self._feed_json(self._retold, len(self._retold[0])):
                 return
         else:
-            for event in self._capture.close():
-                self._event(event)
+            self.backlog.extend(self._capture.close())
+            self.backlog.work(self)
+        self._close_stream()
+
+    async def settle(self, step: int = JSON_STEP_EVENTS) -> None:
+        """:meth:`finish`, never holding the event loop for long: events still held in the
+        :attr:`backlog` are assembled :data:`~toollatch.web.live.backlog.OPS_STEP` ops at a
+        time; a non-streaming body is read and re-told off the loop
+        (:func:`~toollatch.web.live.offload.retell_off_loop`), and its events are assembled
+        ``step`` at a time with a yield to the event loop after each step. A stop or cancel
+        arriving meanwhile ends the session as it would a stream (the events fed so far
+        stand). Cancelled while it yields: the rest is fed at once, then the cancellation
+        goes on."""
+        if self.status.done or self.upstream_error or not self.live_source.json_body:
+            while self.backlog.work(self, OPS_STEP):
+                await asyncio.sleep(0)
+            self.finish()
+            return
+        if self._retold is None:
+            body = await asyncio.to_thread(lambda: self.live_source.data)
+            retold = await retell_off_loop(self.live_source.dialect, body, self.live_source.name, self._json_calls)
+            self._retold = await asyncio.to_thread(self._decode_retold, retold)
+        events = self._retold[0]
+        try:
+            while self._fed < len(events) and not self.status.done:
+                self._feed_json(self._retold, min(len(events), self._fed + step))
+                if self._fed < len(events):
+                    await asyncio.sleep(0)
+        finally:
+            self.finish()
+
+    @property
+    def _json_calls(self) -> int:
+        """The calls of a non-streaming body that are re-told: every call of one body is in
+        flight at once, so the ones past ``max_tool_calls_in_flight_assemble`` fail
+        ``too_many_tool_calls`` anyway; the first of them is re-told (and shown failing)."""
+        return self.config.max_tool_calls_in_flight_assemble + 1
+
+    def _read_json(self) -> tuple[list[ProviderEvent], str | None, int]:
+        """The body re-told (at most :attr:`_json_calls` calls) and decoded, at once."""
+        return self._decode_retold(retell_capped(self.live_source.dialect, self.live_source.data, self.live_source.name, self._json_calls))
+
+    def _decode_retold(self, retold: tuple[bytes | None, str | None, int]) -> tuple[list[ProviderEvent], str | None, int]:
+        """``(events, None, untold)`` for a re-told body (``untold``: the calls left out), or
+        ``([], why, 0)`` when it could not be read. Touches no other session state (the body
+        has ended), so it may run in a worker thread."""
+        wire, problem, untold = retold
+        if wire is None:
+            return [], problem or "unreadable", 0
+        self.live_source.wire = wire
+        capture = IncrementalCapture(self.live_source.name, self.live_source.secrets)
+        return [*capture.decode(wire), *capture.close()], None, untold
+
+    def _feed_json(self, retold: tuple[list[ProviderEvent], str | None, int], upto: int) -> bool:
+        """Feed the re-told events up to index ``upto``; False (the session failed, naming
+        what is wrong with the body) when the body could not be read."""
+        events, problem, untold = retold
+        if problem is not None:
+            dialect = self.live_source.dialect
+            self.failed(f"The non-streaming {dialect or 'provider'} response could not be read: {problem}.")
+            return False
+        if untold and self.live_source.untold_calls != untold:
+            self.live_source.untold_calls = untold
+            limit = self.config.max_tool_calls_in_flight_assemble
+            self.set_notice(
+                f"The response holds {limit + 1 + untold} tool calls, more than max_tool_calls_in_flight_assemble ({limit}): "
+                f"every call past the first {limit} FAILED too_many_tool_calls; the first {limit + 1} are shown, the other {untold} are not assembled one by one."
+            )
+        while self._fed < upto and not self.status.done:
+            self._event(events[self._fed])
+            self._fed += 1
+        return True
+
+    def _close_stream(self) -> None:
         if not self.status.done:
             self._guard(self.pipeline.close)
         end = self._stream_end()
         self._end(end if end in ("complete", "error") else "truncated")  # a provider stop is an error
-
-    def _assemble_json(self) -> bool:
-        """A non-streaming body, re-told as the stream that would have carried it; False
-        (the session failed, naming what is wrong with the body) when it cannot be read."""
-        dialect = self.live_source.dialect
-        wire, problem = retell_body(dialect, self.live_source.data, self.live_source.name)
-        if wire is None:
-            self.failed(f"The non-streaming {dialect or 'provider'} response could not be read: {problem}.")
-            return False
-        self.live_source.wire = wire
-        capture = IncrementalCapture(self.live_source.name, self.live_source.secrets)
-        for event in [*capture.decode(wire), *capture.close()]:
-            self._event(event)
-        return True
 
     def dropped(self, detail: str) -> None:
         """The upstream connection broke mid-body: the stream is truncated, unless the
@@ -208,8 +283,8 @@ class LiveSession(Session):
         if self.provider_ended:
             self.finish()
             return
-        for event in self._capture.close():
-            self._event(event)
+        self.backlog.extend(self._capture.close())
+        self.backlog.work(self)
         self.error = f"The upstream connection dropped mid-stream ({detail})."
         if not self.status.done:
             self._guard(self.pipeline.close)
@@ -232,6 +307,7 @@ class LiveSession(Session):
         if self.provider_ended:
             self.finish()
             return
+        self.backlog.clear()  # events not yet assembled when the stop arrived: not assembled
         super().cancel(detail)
         self.end_kind = "cancelled"
 

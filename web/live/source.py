@@ -110,6 +110,8 @@ class LiveSource:
         self.description = f"A live {dialect or 'provider'} stream through the proxy, assembled as its bytes arrive" + checked
         self.chunks: list[bytes] = []
         self.wire: bytes | None = None  # a non-streaming JSON body re-told as a stream, once read
+        #: Tool calls of a non-streaming body past those re-told (they fail ``too_many_tool_calls``).
+        self.untold_calls = 0
         self.size = 0
         self.count = 0
         self.http_status: int | None = None
@@ -190,4 +192,5 @@ class LiveSource:
             "content_type": self.content_type,
             "recording": self.recording,
             "recording_download": self.recording_download,
+            "untold_calls": self.untold_calls,
         }

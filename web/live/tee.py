@@ -25,6 +25,7 @@ import contextvars
 from collections import deque
 from collections.abc import Callable
 
+from toollatch.web.live.backlog import OPS_STEP
 from toollatch.web.live.content_coding import CodingError, Decoder, decoder
 from toollatch.web.live.session import LiveSession
 from toollatch.web.live.store import LiveSessionStore
@@ -81,7 +82,16 @@ class Tee:
     def feed(self, limit: int | None = None) -> bool:
         """Feed the held bytes to the session, in order: all of them, or the first ``limit``
         bytes (a chunk may be split there: the session decodes any split alike), then ask
-        for a render. Returns True when bytes are left for another call."""
+        for a render. With a ``limit``, the session assembles about :data:`~toollatch.web.live.backlog.OPS_STEP`
+        ops per call, and a call first works off what the session still holds of earlier
+        bytes (an event of many calls) before it feeds more. Returns True when bytes, or
+        events to assemble, are left for another call."""
+        backlog = self.session.backlog
+        if backlog:
+            left = backlog.work(self.session, None if limit is None else OPS_STEP)
+            self.store.flush(self.session)
+            if left or limit is not None:
+                return left or bool(self._chunks)
         if not self._chunks:
             return False
         if limit is None or self._size <= limit:
@@ -100,7 +110,8 @@ class Tee:
                 size += len(chunk)
         data = step[0] if len(step) == 1 and isinstance(step[0], bytes) else b"".join(step)
         self._size -= len(data)
-        return self._pass_on(lambda: self._content(data)) and bool(self._chunks)
+        fed = self._pass_on(lambda: self._content(data), None if limit is None else OPS_STEP)
+        return fed and (bool(self._chunks) or bool(self.session.backlog))
 
     def close(self, complete: bool) -> None:
         """The body ended (call after the last :meth:`drain`): feed what the decoder still
@@ -109,9 +120,10 @@ class Tee:
         if self._decoder is not None and not self.broken:
             self._pass_on(lambda: self._decoder.flush(complete))  # type: ignore[union-attr]
 
-    def _pass_on(self, content: Callable[[], bytes]) -> bool:
-        """Feed the session the ``content()`` of forwarded bytes, then ask for a render.
-        False when the coding could not be undone (the session ended: :meth:`_fail`)."""
+    def _pass_on(self, content: Callable[[], bytes], step: int | None = None) -> bool:
+        """Feed the session the ``content()`` of forwarded bytes (assembling about ``step``
+        ops of it, None: all), then ask for a render. False when the coding could not be
+        undone (the session ended: :meth:`_fail`)."""
         try:
             data = content()
         except CodingError as exc:
@@ -120,7 +132,7 @@ class Tee:
         if data:
             if self._decoder is not None:  # decoded content: timed as it is decoded
                 self.session.live_source.arrived(len(data))
-            self.session.feed_bytes(data)
+            self.session.feed_bytes(data, step)
             self.store.flush(self.session)
         return True
 

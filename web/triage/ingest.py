@@ -19,6 +19,7 @@ stream ends as *truncated* rather than as an unreadable line.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -46,6 +47,8 @@ log = logging.getLogger("toollatch.web")
 
 #: Bytes read from an uploaded file at a time.
 READ_CHUNK = 1024 * 1024
+#: Bytes of an upload joined on the event loop; a larger one is joined in a worker thread.
+JOIN_ON_LOOP_BYTES = 4 * 1024 * 1024
 #: Bytes looked at to recognise the format.
 SNIFF = 64 * 1024
 #: A line of a text capture (bytes.splitlines' line ends: CR, LF, CRLF).
@@ -145,7 +148,9 @@ def readable_part(data: bytes, fmt: str) -> tuple[bytes, CutTail | None]:
 
 
 async def read_upload(file: UploadFile, limit: int) -> bytes:
-    """The uploaded file's bytes, read :data:`READ_CHUNK` at a time; :class:`SourceError` (413) over ``limit``."""
+    """The uploaded file's bytes, read :data:`READ_CHUNK` at a time; :class:`SourceError` (413)
+    over ``limit`` bytes. The pieces are joined in a worker thread when they hold more than
+    :data:`JOIN_ON_LOOP_BYTES`."""
     parts: list[bytes] = []
     total = 0
     while chunk := await file.read(READ_CHUNK):
@@ -153,7 +158,9 @@ async def read_upload(file: UploadFile, limit: int) -> bytes:
         if total > limit:
             raise SourceError(f"{file.filename} is larger than the {limit / 2**20:.0f} MiB upload limit.", status=413)
         parts.append(chunk)
-    return b"".join(parts)
+    if total <= JOIN_ON_LOOP_BYTES:
+        return b"".join(parts)
+    return await asyncio.to_thread(b"".join, parts)  # one copy of up to the upload limit: never on the event loop
 
 
 @dataclass(frozen=True)
