@@ -6,8 +6,10 @@ not yet assembled; the pump appends each chunk after sending it and queues the t
 app's one :class:`TeeWorker`. The worker wakes at most every :data:`TEE_INTERVAL`, then
 feeds each queued tee to its :class:`~toollatch.web.live.session.LiveSession`, at most
 :data:`TEE_STEP_BYTES` at a time (a tee with more left is queued again, behind the
-others), yielding to the event loop after each step: a chunk waiting to be forwarded
-waits behind one small step at most, never behind a stream's whole backlog (a stream
+others), yielding to the event loop before a feed would make the bytes assembled since
+the last yield more than one step (one stream's step, or the chunks of several streams
+that together hold less): a chunk waiting to be forwarded waits behind one small step at
+most, never behind a stream's whole backlog (a stream
 that fell behind, or an upstream read holding many events at once). What a tee still
 holds when its stream ends is fed the same way (:meth:`Tee.drain`) before the end is applied.
 
@@ -30,11 +32,14 @@ from toollatch.web.live.content_coding import CodingError, Decoder, decoder
 from toollatch.web.live.session import LiveSession
 from toollatch.web.live.store import LiveSessionStore
 
-#: Seconds the tee worker gathers forwarded chunks before assembling them (renders are at most 20/s anyway).
-TEE_INTERVAL = 0.02
-#: Most bytes of one stream the tee worker assembles before it yields to the event loop:
-#: a few provider events, well under a millisecond of work.
-TEE_STEP_BYTES = 2048
+#: Seconds the tee worker gathers forwarded chunks before assembling them: one render's
+#: interval at the default 20 renders a second, so each round of assembly feeds at most one
+#: render, and its fixed costs (waking, decoding calls, a render request) are paid once per
+#: several chunks of a stream instead of once per chunk.
+TEE_INTERVAL = 0.05
+#: Most bytes the tee worker assembles before it yields to the event loop: a few dozen
+#: provider events of a few hundred bytes, well under a millisecond of work.
+TEE_STEP_BYTES = 4096
 
 
 class Tee:
@@ -182,12 +187,18 @@ class TeeWorker:
             await self._wake.wait()
             self._wake.clear()
             await asyncio.sleep(TEE_INTERVAL)  # gather a batch
+            fed = 0  # bytes assembled since the last yield
             while self._queue:
                 tee = next(iter(self._queue))
                 del self._queue[tee]
+                before = tee.size
                 if tee.feed(self.step):
                     self._queue[tee] = None  # the rest in a later step, after the others
-                await asyncio.sleep(0)  # forwarding goes first
+                fed += before - tee.size
+                following = next(iter(self._queue), None)
+                if following is not None and fed + min(following.size, self.step) > self.step:
+                    fed = 0  # the next feed would make this turn more than one step
+                    await asyncio.sleep(0)  # forwarding goes first
 
     async def aclose(self) -> None:
         if self._task is not None:
