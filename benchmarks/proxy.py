@@ -10,8 +10,12 @@ the same server and proxy, but no live session is made for a request, so it only
 The CPU each spends per proxied chunk, and their ratio, is what the tee costs (target:
 tee on ≤ :data:`TARGET_CPU_RATIO` × tee off, the ``check=`` line).
 
-Latency: the mock prefixes every write with an SSE comment line ``: t=<CLOCK_MONOTONIC ns>``
-(comments are ignored by SSE readers; the assembler counts them as a quirk). The client
+Latency: the mock prefixes every write with an SSE ``id: t=<CLOCK_MONOTONIC ns>`` line (a
+field SSE readers keep as the last event id, and the assembler ignores: the stream is
+assembled as the same stream without stamps would be). With ``--comment-stamps`` the stamp
+is a comment line ``: t=<ns>`` instead, as earlier runs of this benchmark had it: the
+assembler counts each as a ``comment_line`` quirk, so every event takes its slower path for
+events with framing notes, which a provider's stream seldom does. The client
 reads ``streams`` concurrent streams of ``chunks`` chunks at ``rate`` chunks/s each, records
 for every chunk ``arrival - stamp`` (CLOCK_MONOTONIC is one clock for every process on the
 machine; the client reads each stream off a plain socket, so that its own CPU use competes
@@ -46,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 from procs import cpu_seconds, free_port, wait_up  # noqa: E402  (benchmarks/procs.py)
 
-STAMP = re.compile(rb": t=(\d+)\n")
+STAMP = re.compile(rb": t=(\d+)\n")  # in an id field or a comment line alike
 #: Most the tee may cost: tee-on CPU per proxied chunk ≤ this × tee-off CPU per chunk.
 TARGET_CPU_RATIO = 1.2
 #: Seconds of pause after each proxied round: the dashboard checks and saves that round's
@@ -54,8 +58,9 @@ TARGET_CPU_RATIO = 1.2
 SETTLE_S = 3.0
 
 
-def run_upstream(port: int, captures: Path, delay: float) -> None:
-    """The mock provider with every write stamped (runs in its own process)."""
+def run_upstream(port: int, captures: Path, delay: float, field: bytes = b"id") -> None:
+    """The mock provider with every write stamped (runs in its own process); ``field``:
+    ``id`` (an SSE id field) or empty (a comment line)."""
     import uvicorn
     from starlette.types import Message, Receive, Scope, Send
 
@@ -71,7 +76,7 @@ def run_upstream(port: int, captures: Path, delay: float) -> None:
             if message["type"] == "http.response.start":
                 streaming = any(k == b"content-type" and v.startswith(b"text/event-stream") for k, v in message["headers"])
             elif streaming and message["type"] == "http.response.body" and message.get("body"):
-                message = {**message, "body": b": t=%d\n" % time.monotonic_ns() + message["body"]}
+                message = {**message, "body": b"%s: t=%d\n" % (field, time.monotonic_ns()) + message["body"]}
             await send(message)
 
         await inner(scope, receive, stamped if scope["type"] == "http" else send)
@@ -95,10 +100,15 @@ def run_dashboard(tee: str, serve_args: list[str]) -> int:
     import cProfile
 
     profiler = cProfile.Profile()
-    try:
-        return int(profiler.runcall(cli_main, ["serve", *serve_args]) or 0)
-    finally:
+    shutdown = LiveSessionStore.shutdown
+
+    async def shutdown_and_dump(self: LiveSessionStore) -> None:  # uvicorn ends the process by the signal it got
+        await shutdown(self)
+        profiler.disable()
         profiler.dump_stats(profile_to)
+
+    LiveSessionStore.shutdown = shutdown_and_dump  # type: ignore[method-assign]
+    return int(profiler.runcall(cli_main, ["serve", *serve_args]) or 0)
 
 
 def run_relay(port: int, upstream_port: int) -> None:
@@ -208,7 +218,8 @@ def measure(path: Path_, args: argparse.Namespace, body: dict[str, object], spre
 
 def report(args: argparse.Namespace, paths: dict[str, Path_]) -> int:
     print(f"toollatch proxy benchmark: {args.streams} concurrent streams x {args.chunks} chunks at {args.rate:g} chunks/s each, "
-          f"loopback, {args.rounds} round(s) of each path, starts {'in lockstep' if args.lockstep else 'spread over one chunk interval'} "
+          f"loopback, {args.rounds} round(s) of each path, starts {'in lockstep' if args.lockstep else 'spread over one chunk interval'}, "
+          f"stamps in {'SSE comment lines' if args.comment_stamps else 'SSE id fields'} "
           f"(Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})")
     print(f"{'path':<13} {'chunks':>8} {'chunks/s/stream':>16} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'mean ms':>8}")
     for path in paths.values():
@@ -248,13 +259,15 @@ def main() -> int:
     parser.add_argument("--lockstep", action="store_true",
                         help="start every stream at once, so all streams' chunks arrive in the same instant (default: "
                              "independent agents, their starts spread over one chunk interval)")
-    parser.add_argument("--upstream-server", nargs=3, metavar=("PORT", "CAPTURES", "DELAY"), help=argparse.SUPPRESS)
+    parser.add_argument("--comment-stamps", action="store_true",
+                        help="stamp each write with an SSE comment line (a quirk for the assembler) instead of an id field")
+    parser.add_argument("--upstream-server", nargs=4, metavar=("PORT", "CAPTURES", "DELAY", "FIELD"), help=argparse.SUPPRESS)
     parser.add_argument("--relay-server", nargs=2, metavar=("PORT", "UPSTREAM_PORT"), type=int, help=argparse.SUPPRESS)
     parser.add_argument("--dashboard-server", choices=("on", "off"), help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
     if args.upstream_server:
-        port, captures, delay = args.upstream_server
-        run_upstream(int(port), Path(captures), float(delay))
+        port, captures, delay, field = args.upstream_server
+        run_upstream(int(port), Path(captures), float(delay), b"" if field == "comment" else field.encode())
         return 0
     if args.relay_server:
         run_relay(*args.relay_server)
@@ -276,7 +289,8 @@ def main() -> int:
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env, "cwd": ROOT}
     me = [sys.executable, __file__]
     processes = [
-        subprocess.Popen([*me, "--upstream-server", str(mock_port), str(work / "caps"), str(1 / args.rate)], **quiet),  # type: ignore[call-overload]
+        subprocess.Popen([*me, "--upstream-server", str(mock_port), str(work / "caps"), str(1 / args.rate),
+                          "comment" if args.comment_stamps else "id"], **quiet),  # type: ignore[call-overload]
         subprocess.Popen([*me, "--relay-server", str(relay_port), str(mock_port)], **quiet),  # type: ignore[call-overload]
     ]
     dashboards = {}
