@@ -367,3 +367,38 @@ def test_committed_ids_belong_to_one_input_even_when_pipelines_share_a_budget() 
     assert [c.state for c in first.results()[0].calls] == [CallState.COMMITTED, CallState.COMMITTED]
     assert [c.state for c in second.results()[0].calls] == [CallState.COMMITTED, CallState.COMMITTED]
     assert first.budget.committed == 4 and second.committed_ids == {"call_1", "call_2"}
+
+
+def _feed_all(pipeline: Pipeline, data: bytes) -> list[Any]:
+    events = []
+    for event in read_capture(data, "cap"):
+        events += pipeline.feed(event)
+    return events
+
+
+def test_coalesced_progress_holds_fragment_events_until_taken_one_per_call() -> None:
+    calls = [("call_1", "f", ['{"a":', ' "xy', 'z"}']), ("call_2", "g", ['{"b"', ": 1}"])]
+    chunks = openai_tool_chunks(calls)
+    body = openai_sse(chunks[:-2]).removesuffix(b"data: [DONE]\n\n")  # the calls' fragments: no finish, usage or end
+    plain = _feed_all(Pipeline(), body)
+    coalesced = Pipeline(coalesce_progress=True)
+    held = _feed_all(coalesced, body)
+    assert [e.kind for e in plain].count("fragment") == 5
+    assert "fragment" not in [e.kind for e in held]
+    assert [e.kind for e in held] == [e.kind for e in plain if e.kind != "fragment"]
+    taken = coalesced.take_progress()
+    assert [(e.kind, e.call.call_id, e.call.bytes, e.call.fragments) for e in taken] == [
+        ("fragment", "call_1", len('{"a": "xyz"}'), 3),
+        ("fragment", "call_2", len('{"b": 1}'), 2),
+    ]
+    assert coalesced.take_progress() == []  # taken once
+    assert Pipeline().take_progress() == []  # nothing is held without coalesce_progress
+
+
+def test_coalesced_progress_is_dropped_for_a_call_whose_next_event_shows_its_counts() -> None:
+    calls = [("call_1", "f", ['{"a":', "1}"])]
+    pipeline = Pipeline(coalesce_progress=True)
+    events = _feed_all(pipeline, openai_sse(openai_tool_chunks(calls)))  # through the finish: the call commits
+    committed = [e for e in events if e.call is not None and e.call.state is CallState.COMMITTED]
+    assert committed and committed[-1].call.bytes == len('{"a":1}')
+    assert pipeline.take_progress() == []  # the commit showed the counts: no stale fragment event after it

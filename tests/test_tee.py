@@ -283,3 +283,26 @@ def test_a_decoding_fault_ends_the_session_with_an_error_and_keeps_the_bytes(mon
     assert session.status.value == "error" and session.error == "The stream could not be decoded (ValueError)."
     assert session.end_kind == "error" and "cannot read" not in json.dumps(session.to_json())
     assert b"".join(session.live_source.chunks) == WIRE
+
+
+def test_a_live_session_folds_each_calls_counts_once_per_chunk_fed_and_shows_the_latest() -> None:
+    session = live()
+    folded: list[str] = []
+    apply = session._apply
+
+    def counting(event: Any) -> None:
+        folded.append(event.kind)
+        apply(event)
+
+    session._apply = counting  # type: ignore[method-assign]
+    cut = WIRE.index(b"data: [DONE]")
+    body = WIRE[: WIRE.rindex(b"\n\ndata: ", 0, cut - 2) + 2]  # every fragment, not the finish
+    session.feed_bytes(body)
+    assert folded.count("fragment") == 3  # three calls, hundreds of fragments: one fold each
+    stream = session.pipeline.streams[0]
+    for card in session.cards.values():
+        assert card.view.bytes == stream.outcome(card.view.key).bytes > 0  # the counts as assembled so far
+    session.feed_bytes(WIRE[len(body) :])
+    session.finish()
+    assert {c.view.state.value for c in session.cards.values()} == {"committed"}
+    assert all(c.view.bytes == stream.outcome(c.view.key).bytes for c in session.cards.values())

@@ -76,6 +76,7 @@ class Assembler:
         progress_events: bool = True,
         emit_events: bool = True,
         committed_ids: set[str] | None = None,
+        coalesce_progress: bool = False,
     ) -> None:
         self.dialect = dialect
         self.config = config or DEFAULT_CONFIG
@@ -89,6 +90,9 @@ class Assembler:
         self.progress_events = progress_events and emit_events
         #: Emit assembly events at all; batch users that only read :meth:`result` turn it off.
         self.emit_events = emit_events
+        #: With ``coalesce_progress``, calls that took fragments since the last
+        #: :meth:`take_progress` (first touched first); their ``fragment`` events wait for it.
+        self._progressed: dict[CallKey, CallRecord] | None = {} if coalesce_progress and self.progress_events else None
         self._ended_at: float | None = None  # clock time of the normal end, for to_commit_seconds
         self._clock = clock
         self._t0 = clock()
@@ -238,7 +242,7 @@ class Assembler:
                 else:
                     append_varint(call.lengths, n)  # type: ignore[arg-type]
                 if self.progress_events:
-                    self._emit(out, "fragment", call)
+                    self._progress(call, out)
         elif state is CallState.ARGS_COMPLETE:
             # The provider said the block was over; more text means we cannot trust either part.
             self._fail(call, Reason.STREAM_ERROR.with_detail("argument fragment after the block stopped"), out)
@@ -250,7 +254,7 @@ class Assembler:
             if not own_limit:
                 self._quirk("fragment_after_call_ended", out)
             if self.progress_events:
-                self._emit(out, "fragment", call)
+                self._progress(call, out)
 
     def _final(self, op: ArgsFinal, out: list[AssemblyEvent]) -> None:
         """The provider's finalized text replaces the call's fragments (one buffer swap)."""
@@ -273,7 +277,7 @@ class Assembler:
         call.lengths = bytearray()
         append_varint(call.lengths, len(data))
         if self.progress_events:
-            self._emit(out, "fragment", call)
+            self._progress(call, out)
 
     # ------------------------------------------------------------------ helpers
 
@@ -308,6 +312,28 @@ class Assembler:
         if self._quirks[name] == 1:
             self._emit(out, "quirk", detail=name)
 
+    def take_progress(self) -> list[AssemblyEvent]:
+        """With ``coalesce_progress``: one ``fragment`` event per call that took fragments
+        since the last call and had no other event since (that event showed its counts
+        already), in the order they were first touched; ``[]`` otherwise. A dashboard that
+        shows progress a few times a second calls it after each batch of ops instead of
+        receiving an event per fragment."""
+        if not self._progressed:
+            return []
+        calls = list(self._progressed.values())
+        self._progressed.clear()
+        out: list[AssemblyEvent] = []
+        for call in calls:
+            self._emit(out, "fragment", call)
+        return out
+
+    def _progress(self, call: CallRecord, out: list[AssemblyEvent]) -> None:
+        """``call`` took a fragment: its ``fragment`` event now, or at :meth:`take_progress`."""
+        if self._progressed is None:
+            self._emit(out, "fragment", call)
+        else:
+            self._progressed[call.key] = call
+
     def _ordered(self) -> list[CallRecord]:
         """Calls in ``finalize_order``: provider index (key order) or arrival."""
         calls = self._calls
@@ -330,6 +356,8 @@ class Assembler:
         if not self.emit_events:
             return
         self._seq += 1
+        if self._progressed and call is not None:
+            self._progressed.pop(call.key, None)  # this event shows the counts
         view = call.view() if call is not None else None
         out.append(AssemblyEvent(self._seq, self._now(), kind, self.stream_index, view, end, detail))
 

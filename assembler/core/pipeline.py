@@ -32,8 +32,9 @@ class Pipeline:
     """Assembles every stream of one input.
 
     ``progress_events=False`` skips the per-fragment ``fragment`` events (the dashboard's
-    byte bars); ``emit_events=False`` skips assembly events altogether, for batch users such
-    as ``toollatch assemble`` that only read :meth:`results`.
+    byte bars); ``coalesce_progress=True`` holds them back until :meth:`take_progress`, which
+    gives one per call that took fragments meanwhile; ``emit_events=False`` skips assembly
+    events altogether, for batch users such as ``toollatch assemble`` that only read :meth:`results`.
 
     Raises :class:`~toollatch.wire.capture.CaptureError` (from :meth:`feed` or :meth:`close`)
     when the dialect cannot be recognised or is not supported; the message names the input.
@@ -52,12 +53,14 @@ class Pipeline:
         budget: RunBudget | None = None,
         progress_events: bool = True,
         emit_events: bool = True,
+        coalesce_progress: bool = False,
     ) -> None:
         self.config = config or DEFAULT_CONFIG
         self.registry = registry
         self.metrics = metrics
         self.progress_events = progress_events
         self.emit_events = emit_events
+        self.coalesce_progress = coalesce_progress
         #: ``max_tool_calls_per_run`` counts across every stream (turn) of this input;
         #: pass one budget to several pipelines to count across a longer session.
         self.budget = budget or RunBudget(self.config.max_tool_calls_per_run)
@@ -198,6 +201,17 @@ class Pipeline:
             return []
         return self._streams[-1].check_idle()
 
+    def take_progress(self) -> list[AssemblyEvent]:
+        """With ``coalesce_progress``: the ``fragment`` events held back since the last call,
+        one per call that took fragments and had no other event since, stream by stream
+        (:meth:`Assembler.take_progress`); ``[]`` otherwise."""
+        if not self.coalesce_progress:
+            return []
+        out: list[AssemblyEvent] = []
+        for stream in self._streams:
+            out += stream.take_progress()
+        return out
+
     def results(self) -> list[StreamResult]:
         return [s.result() for s in self._streams]
 
@@ -293,6 +307,7 @@ class Pipeline:
             progress_events=self.progress_events,
             emit_events=self.emit_events,
             committed_ids=self._committed_ids,
+            coalesce_progress=self.coalesce_progress,
         )
         self._streams.append(stream)
         if not self._closed:

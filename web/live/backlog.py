@@ -76,4 +76,5 @@ class Backlog:
             else:
                 self._ops, self._at = ops, 0
                 done += not ops  # an event without ops still counts as work
+        session._take_progress()  # the calls' counts, once per call for this piece of work
         return bool(self)

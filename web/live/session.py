@@ -103,6 +103,7 @@ class LiveSession(Session):
             name=self.source.name,
             metrics=getattr(self, "metrics", None),
             progress_events=self.forward_progress,
+            coalesce_progress=True,  # byte counts folded once per piece of work (_take_progress), not per fragment
         )
 
     @property
@@ -267,9 +268,19 @@ class LiveSession(Session):
         while self._fed < upto and not self.status.done:
             self._event(events[self._fed])
             self._fed += 1
+        self._take_progress()
         return True
 
+    def _take_progress(self) -> None:
+        """Fold the calls' byte and fragment counts that moved since the last time: one
+        ``fragment`` event per call that took fragments, however many it took (the page
+        renders a few times a second; verdicts and other events are folded as they come).
+        Called after each piece of assembly (:meth:`~toollatch.web.live.backlog.Backlog.work`)."""
+        if isinstance(self.pipeline, Pipeline) and self.pipeline.coalesce_progress and not self.status.done:
+            self._guard(self.pipeline.take_progress)
+
     def _close_stream(self) -> None:
+        self._take_progress()  # the last counts before the verdicts the end gives
         if not self.status.done:
             self._guard(self.pipeline.close)
         end = self._stream_end()
