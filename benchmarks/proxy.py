@@ -317,6 +317,7 @@ def main() -> int:
         }
         for path in paths.values():  # warm up every path
             asyncio.run(round_of(path.url, 2, body))
+        time.sleep(args.settle)  # the warm-up's recordings are saved before the first round
         spread = 0.0 if args.lockstep else 1.0 / args.rate
         for n in range(args.rounds):
             order = ["tee on", "tee off"] if n % 2 == 0 else ["tee off", "tee on"]  # neither always runs first
