@@ -150,6 +150,22 @@ class SSEDecoder:
         events: list[SSEEvent] = []
         for m in _EOL_RUN.finditer(chunk, pos):
             start, end = m.span()
+            if (
+                end - start == 2 and self._first is None and not self._parts and not self._framing
+                and chunk[start] == _LF and chunk[start + 1] == _LF and chunk.startswith(b"data: ", pos)
+            ):
+                # The common event: one "data: " line, valid UTF-8, its blank line right after,
+                # nothing else since the last dispatch. Dispatched at once, as the steps below would.
+                try:
+                    text = chunk[pos + 6 : start].decode("utf-8")
+                except UnicodeDecodeError:
+                    pass  # replaced and reported by the steps below
+                else:
+                    self._lines_read += 2
+                    events.append(SSEEvent("message", text, self._last_id, None, self._lines_read - 1, self._line_start, _NO_FRAMING, 0))
+                    pos = end
+                    self._line_start = base + pos
+                    continue
             segment = chunk[pos:start]
             if self._parts:
                 self._parts.append(self._pieces.decode(segment, final=True))  # type: ignore[union-attr]
