@@ -281,3 +281,23 @@ def test_restart_keeps_the_speed_and_starts_over() -> None:
         control(c, sid, "restart")
         doc = c.get(f"/api/sessions/{sid}").json()
     assert doc["status"] in ("playing", "finished") and doc["speed"] == "max"
+
+
+def test_a_step_of_many_events_folds_each_calls_counts_once_and_equals_single_steps() -> None:
+    demo = stress_demo(events=400, calls=3)
+    batched = Session("batched", from_demo(demo), AssembleConfig(), 12.0)
+    folded: list[str] = []
+    apply = batched._apply
+
+    def counting(event: Any) -> None:
+        folded.append(event.kind)
+        apply(event)
+
+    batched._apply = counting  # type: ignore[method-assign]
+    batched.step(300)  # hundreds of fragments of three open calls, no verdict yet
+    assert folded.count("fragment") == 3
+    one_by_one = Session("single", from_demo(demo), AssembleConfig(), 12.0)
+    for _ in range(300):
+        one_by_one.step(1)
+    assert state(batched) == state(one_by_one)  # the same counts on every card
+    assert [c.view for c in batched.cards.values()] == [c.view for c in one_by_one.cards.values()]

@@ -271,14 +271,6 @@ class LiveSession(Session):
         self._take_progress()
         return True
 
-    def _take_progress(self) -> None:
-        """Fold the calls' byte and fragment counts that moved since the last time: one
-        ``fragment`` event per call that took fragments, however many it took (the page
-        renders a few times a second; verdicts and other events are folded as they come).
-        Called after each piece of assembly (:meth:`~toollatch.web.live.backlog.Backlog.work`)."""
-        if isinstance(self.pipeline, Pipeline) and self.pipeline.coalesce_progress and not self.status.done:
-            self._guard(self.pipeline.take_progress)
-
     def _close_stream(self) -> None:
         self._take_progress()  # the last counts before the verdicts the end gives
         if not self.status.done:

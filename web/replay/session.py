@@ -108,6 +108,7 @@ class Session:
             name=self.source.name,
             metrics=self.metrics if first_pass else None,
             progress_events=self.forward_progress,
+            coalesce_progress=True,  # byte counts folded once per step, not per fragment (_take_progress)
         )
         self.cards: dict[str, Card] = {}
         self._ordered: list[Card] = []  # the cards in provider order, kept sorted as they appear
@@ -231,6 +232,20 @@ class Session:
     # ------------------------------------------------------------------ driving
 
     def step(self, count: int = 1, *, sliced: bool = False) -> int:
+        """Feed up to ``count`` provider events (:meth:`_step_events`), then fold the byte and
+        fragment counts they moved, once per call (:meth:`_take_progress`)."""
+        taken = self._step_events(count, sliced=sliced)
+        self._take_progress()
+        return taken
+
+    def _take_progress(self) -> None:
+        """Fold the calls' byte and fragment counts that moved since the last time: one
+        ``fragment`` event per call that took fragments, however many it took (verdicts and
+        other assembly events are folded as they come; the page renders a few times a second)."""
+        if isinstance(self.pipeline, Pipeline) and self.pipeline.coalesce_progress and not self.status.done:
+            self._guard(self.pipeline.take_progress)
+
+    def _step_events(self, count: int = 1, *, sliced: bool = False) -> int:
         """Feed up to ``count`` provider events; close the pipeline right after the last one.
         Returns how many steps were taken: fewer than ``count`` when the session ended, or
         with ``sliced`` when a slice of input was read without an event fed, or
@@ -273,6 +288,7 @@ class Session:
                 self.cancel("user stop by the demo script")
                 return taken
             if self.position >= self.total:
+                self._take_progress()  # the last counts before the verdicts the end gives
                 self._guard(self.pipeline.close)
                 if not self.status.done:
                     self.set_status(Status.FINISHED)
@@ -286,6 +302,7 @@ class Session:
         """User stop: open calls become CANCELLED and get their error results."""
         if self.status.done:
             return
+        self._take_progress()
         self._guard(partial(self.pipeline.cancel, detail))
         if not self.status.done:
             self.set_status(Status.CANCELLED)
