@@ -194,9 +194,10 @@ class TeeWorker:
                 before = tee.size
                 if tee.feed(self.step):
                     self._queue[tee] = None  # the rest in a later step, after the others
-                fed += before - tee.size
+                # A feed that left events to assemble did a whole step of ops (an event of many calls).
+                fed += self.step if tee.session.backlog else before - tee.size
                 following = next(iter(self._queue), None)
-                if following is not None and fed + min(following.size, self.step) > self.step:
+                if following is not None and fed + min(following.size, self.step) > self.step or fed >= self.step:
                     fed = 0  # the next feed would make this turn more than one step
                     await asyncio.sleep(0)  # forwarding goes first
 
