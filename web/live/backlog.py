@@ -73,8 +73,12 @@ class Backlog:
             if ops is None:
                 session._guard(lambda: session.pipeline.feed(event))
                 done += 1
-            else:
-                self._ops, self._at = ops, 0
+            elif step is not None and len(ops) > step - done:
+                self._ops, self._at = ops, 0  # more than this step holds: applied in parts
                 done += not ops  # an event without ops still counts as work
+            else:  # the common event, a few ops: applied at once (no copy of its ops held)
+                if ops:
+                    session._guard(lambda: session.pipeline.apply_ops(ops))
+                done += len(ops) or 1
         session._take_progress()  # the calls' counts, once per call for this piece of work
         return bool(self)
