@@ -67,3 +67,25 @@ def test_a_stop_drops_what_is_not_yet_assembled() -> None:
     session.cancel("user stop")
     assert not session.backlog and session.end_kind == "cancelled"
     assert len(session.cards) == assembled and all(c.view.state.value == "cancelled" or c.view.state.value == "failed" for c in session.cards.values())
+
+
+def test_the_tee_worker_yields_between_the_parts_of_an_event_of_many_calls() -> None:
+    from toollatch.web.live.tee import TeeWorker
+
+    parts = live("worker")
+    tee = Tee(parts, Flushes())  # type: ignore[arg-type]
+    seen: list[int] = []
+
+    async def run() -> None:
+        worker = TeeWorker(step=len(WIRE))  # all bytes in one step: only the ops are split
+        tee.append(WIRE)
+        worker.queue(tee)
+        async with asyncio.timeout(10):
+            while tee.size or parts.backlog or not seen or seen[-1] < OPS_STEP * 4:
+                seen.append(len(parts.cards))
+                await asyncio.sleep(0)  # one turn of the event loop
+        await worker.aclose()
+
+    asyncio.run(run())
+    between = {n for n in seen if 0 < n < OPS_STEP * 4}
+    assert len(between) >= 3, sorted(set(seen))  # this coroutine ran while the event was half assembled
