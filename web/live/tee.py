@@ -8,9 +8,10 @@ feeds each queued tee to its :class:`~toollatch.web.live.session.LiveSession`, a
 :data:`TEE_STEP_BYTES` at a time (a tee with more left is queued again, behind the
 others), yielding to the event loop before a feed would make the bytes assembled since
 the last yield more than one step (one stream's step, or the chunks of several streams
-that together hold less): a chunk waiting to be forwarded waits behind one small step at
-most, never behind a stream's whole backlog (a stream
-that fell behind, or an upstream read holding many events at once). What a tee still
+that together hold less; a feed that leaves decoded events of its stream to assemble, an
+event of many calls, counts as a whole step): a chunk waiting to be forwarded waits behind
+one small step at most, never behind a stream's whole backlog (a stream that fell behind,
+or an upstream read holding many events at once). What a tee still
 holds when its stream ends is fed the same way (:meth:`Tee.drain`) before the end is applied.
 
 The session is fed the body's content: should the upstream have encoded it (a
