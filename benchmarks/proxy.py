@@ -244,7 +244,7 @@ def report(args: argparse.Namespace, paths: dict[str, Path_]) -> int:
     ratio = us_on / us_off
     verdict = "PASS" if ratio <= TARGET_CPU_RATIO else "FAIL"
     print(f"tee on / tee off CPU per chunk: {ratio:.2f}x (with the after-stream work: {(us_on + after_on) / (us_off + after_off):.2f}x)")
-    print(f"check={verdict} tee-on CPU per chunk <= {TARGET_CPU_RATIO:g}x tee-off ({ratio:.2f}x)")
+    print(f"check={verdict} tee-on CPU per chunk <= {TARGET_CPU_RATIO:g}x tee-off ({ratio:.3f}x)")
     return 0 if verdict == "PASS" else 1
 
 
