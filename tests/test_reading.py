@@ -242,7 +242,10 @@ def passes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     return counts
 
 
-ONE_PASS = {"decode": 1, "assemble": 1, "read": 2, "stream_data": 1, "search": 1}  # reading + the masked writing: two redactors
+#: The stream is decoded and assembled once; two redactors (the reading and the masked
+#: writing). With a forwarded key looked for, the reproducer kept is read once more (never
+#: the stream): it must not hold the key in its joined text either.
+CHECKED = {"decode": 2, "assemble": 1, "read": 3, "stream_data": 1, "search": 2}
 
 
 def test_saving_a_recording_decodes_and_assembles_its_stream_once(passes: dict[str, int], tmp_path: Any) -> None:
@@ -262,12 +265,12 @@ def test_saving_a_recording_decodes_and_assembles_its_stream_once(passes: dict[s
         store.close()
     assert stored is not None and stored.body and stored.meta["download"] == "redacted" and session.echoed_secret
     assert not any(p.encode() in stored.body for p in pieces)
-    assert passes == ONE_PASS
+    assert passes == CHECKED
 
     passes.update(dict.fromkeys(passes, 0))
     stepped = asyncio.run(read_in_steps(finished(data), [KEY], step=2))
     assert stepped.echoed and stepped.reproducer and not stepped.as_received
-    assert passes == ONE_PASS
+    assert passes == CHECKED
 
 
 def test_a_recording_kept_as_received_is_decoded_once_and_never_assembled(passes: dict[str, int]) -> None:
@@ -308,3 +311,59 @@ def test_found_in_text_pieces_arguments_and_escaped_forms() -> None:
     assert echoed(_args('{"k": "' + escaped[:20], escaped[20:] + '"}'))
     assert not echoed(_args('{"k": "', KEY[:10], "and", KEY[10:], '"}'))
     assert not echoed(_sse(_chat({"content": "nothing here"})))
+
+
+# ------------------------------------------------------------------ an echoed key kept nowhere in pieces
+
+ECHO = "sk-echoPIECE-Zq81Lm47Tv"
+
+
+def eight_char_pieces(data: bytes, secret: str = ECHO) -> list[str]:
+    """Every 8-character piece of ``secret`` found in ``data``."""
+    return [secret[i : i + 8] for i in range(len(secret) - 7) if secret[i : i + 8].encode() in data]
+
+
+def call_piece(args: str, *, first: bool = False, name: str = "f", index: int = 0) -> bytes:
+    entry: dict[str, Any] = {"index": index, "function": {"arguments": args}}
+    if first:
+        entry.update(id=f"c{index}", type="function")
+        entry["function"]["name"] = name
+    return chat({"tool_calls": [entry]})
+
+
+def test_a_key_echoed_in_two_interleaved_choices_texts_is_found() -> None:
+    # two choices (n=2) in turn: choice 0's text is the key, choice 1's pieces come between
+    data = chat({"content": ECHO[:9]}) + chat({"content": "zz"}, index=1) + chat({"content": ECHO[9:]}) + chat({}, "stop") + b"data: [DONE]\n\n"
+    reading = read_recording(finished(data), [ECHO])
+    assert reading.echoed and reading.reproducer is not None
+    assert eight_char_pieces(reading.reproducer) == []
+
+
+def test_a_key_echoed_in_interleaved_anthropic_blocks_is_found() -> None:
+    def block(index: int, text: str) -> bytes:
+        doc = {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}
+        return b"event: content_block_delta\ndata: " + json.dumps(doc).encode() + b"\n\n"
+
+    start = b'event: message_start\ndata: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"c"}}\n\n'
+    opens = b"".join(
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}\n\n' % i for i in (0, 1)
+    )
+    end = b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n'
+    data = start + opens + block(0, ECHO[:9]) + block(1, "zz") + block(0, ECHO[9:]) + end
+    assert read_recording(finished(data, dialect="anthropic"), [ECHO]).echoed
+
+
+def test_a_key_echoed_as_a_committed_calls_object_key_over_two_fragments_is_not_kept() -> None:
+    # a committed call keeps its object keys in the reproducer: not when they hold the key
+    data = call_piece('{"' + ECHO[:10], first=True) + call_piece(ECHO[10:] + '": 1}') + END
+    session = finished(data)
+    reading = read_recording(session, [ECHO])
+    assert session.pipeline.results()[0].calls[0].state.value == "committed"
+    assert reading.echoed and reading.reproducer and eight_char_pieces(reading.reproducer) == []
+
+
+def test_a_key_echoed_in_a_tool_name_over_two_chunks_is_not_kept() -> None:
+    data = call_piece("{}", first=True, name=ECHO[:10]) + chat({"tool_calls": [{"index": 0, "function": {"name": ECHO[10:]}}]}) + END
+    reading = read_recording(finished(data), [ECHO])
+    assert reading.echoed and reading.reproducer is not None
+    assert eight_char_pieces(reading.reproducer) == []

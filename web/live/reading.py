@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -42,7 +42,7 @@ from toollatch.redaction.export import CaptureReading
 from toollatch.wire.capture import DONE, CaptureError, ProviderEvent
 from toollatch.wire.retell import untold_arguments
 
-from toollatch.web.live.credentials import MIN_SECRET_BYTES
+from toollatch.web.live.credentials import MIN_SECRET_BYTES, scrub_bytes
 from toollatch.web.live.session import LiveSession
 
 #: Quirks that mean the assembler left argument text aside (after a stream's end, after a
@@ -97,28 +97,64 @@ class RecordingReading:
             return
         src = session.live_source
         reading = CaptureReading(src.stream_data, src.name, session.pipeline.dialect)
-        fields: dict[tuple[Any, ...], list[str]] = {}
         try:
-            for event in reading.read(keep=self._reproduce):
-                if look:
-                    _leaves(event, fields)
-                yield None
+            found = yield from _search(reading, self._wanted if look else [], keep=self._reproduce)
         except READ_FAULTS:  # cannot be read through: never as received, nor any reproducer of it
             self.reading = Reading(False, session.echoed_secret or look, b"" if self._reproduce else None)
             return
         as_received = decided if decided is not None else not reading.stray
-        echoed = session.echoed_secret or (look and echoed_in_texts(_joined(fields, reading), self._wanted))
+        echoed = session.echoed_secret or found
         reproducer = None
         if self._reproduce and (echoed or not as_received):
-            lines: list[str] = []
-            try:
-                for line in reading.lines(registry=session.pipeline.registry, config=session.pipeline.config):
-                    lines.append(line)
-                    yield None
-                reproducer = CaptureReading.reproducer(lines)
-            except READ_FAULTS:
-                reproducer = b""
+            pipeline = session.pipeline
+            reproducer = yield from _reproducer(reading, self._wanted, pipeline.registry, pipeline.config)
         self.reading = Reading(as_received, echoed, reproducer)
+
+def reproducer_without(data: bytes, name: str, dialect: str | None, secrets: list[str], *, registry: Any = None, config: Any = None) -> bytes:
+    """The redacted reproducer of ``data`` (:func:`toollatch.redaction.export.redact_capture`
+    with ``registry`` and ``config``) that holds no value of ``secrets`` (forwarded
+    credentials), whole or in pieces over its events: made again with every call's scalars
+    masked when it would, ``b""`` when even that holds one or the stream cannot be read."""
+    wanted = [s for s in secrets if len(s.encode("utf-8", "ignore")) >= MIN_SECRET_BYTES]
+    reading = CaptureReading(data, name, dialect)
+    try:
+        for _ in reading.read():
+            pass
+    except READ_FAULTS:
+        return b""
+    work = _reproducer(reading, wanted, registry, config)
+    while True:
+        try:
+            next(work)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+
+def _reproducer(reading: CaptureReading, secrets: list[str], registry: Any, config: Any) -> Generator[None, None, bytes]:
+    """The redacted reproducer of the events ``reading`` decoded (yielding after each); one
+    that still holds a value of ``secrets`` in its joined text (a committed call keeps its
+    object keys, a tool name or an id is kept: an echo split over them stays whole there) is
+    made again with every call's scalars masked, and if it still holds one, none is kept
+    (``b""``). A value kept whole is replaced (:func:`~toollatch.web.live.credentials.scrub_bytes`)."""
+    for committed in (None, set()):
+        lines: list[str] = []
+        try:
+            for line in reading.lines(committed, registry=registry, config=config):
+                lines.append(line)
+                yield None
+        except READ_FAULTS:
+            return b""
+        made = CaptureReading.reproducer(lines)
+        if not secrets:
+            return made
+        made = scrub_bytes(made, secrets)[0]
+        try:
+            echoed = yield from _search(CaptureReading(made, reading.name, reading.dialect), secrets, keep=False)
+        except READ_FAULTS:
+            echoed = True
+        if not echoed:
+            return made
+    return b""
 
 
 def read_recording(session: LiveSession, secrets: list[str]) -> Reading:
@@ -213,21 +249,43 @@ def echoed_in_texts(texts: Iterator[str], secrets: list[str]) -> bool:
     return False
 
 
+#: Fields that tell which item of a stream a piece of text belongs to (a choice, a content
+#: block, an output item...): text of two items can arrive interleaved (``n=2`` choices).
+_IDENTITY = ("index", "output_index", "content_index", "summary_index", "item_id", "contentBlockIndex")
+
+
+def _search(reading: CaptureReading, secrets: list[str], *, keep: bool) -> Generator[None, None, bool]:
+    """Read ``reading`` through (yielding after each event; ``keep``: its events are kept)
+    and tell whether a value of ``secrets`` is in its joined text (:func:`_joined`). Raises
+    what :meth:`CaptureReading.read` raises."""
+    fields: dict[tuple[Any, ...], list[str]] = {}
+    for event in reading.read(keep=keep):
+        if secrets:
+            _leaves(event, fields)
+        yield None
+    return bool(secrets) and echoed_in_texts(_joined(fields, reading), secrets)
+
+
 def _leaves(event: ProviderEvent, out: dict[tuple[Any, ...], list[str]]) -> None:
-    """Add each string (and object key) of ``event`` to the pieces of its path (with the event type)."""
+    """Add each string (and object key) of ``event`` to the pieces of its path (with the
+    event type), and to the pieces of its item's path (list positions left out, the
+    :data:`_IDENTITY` fields of each object on the way put in: a reader joins an item's text)."""
     if event.error is not None or event.data is None or event.data == DONE:
         return
-    stack: list[tuple[Any, tuple[Any, ...]]] = [(event.data, (event.event,))]
+    top = (event.event,)
+    stack: list[tuple[Any, tuple[Any, ...], tuple[Any, ...]]] = [(event.data, top, ("<item>",) + top)]
     while stack:
-        node, where = stack.pop()
+        node, where, whose = stack.pop()
         if isinstance(node, str):
             out.setdefault(where, []).append(node)
+            out.setdefault(whose, []).append(node)
         elif isinstance(node, dict):
+            whose += tuple((k, node[k]) for k in _IDENTITY if isinstance(node.get(k), (int, str)))
             for key, item in node.items():
                 out.setdefault(where + ("<key>",), []).append(str(key))
-                stack.append((item, where + (key,)))
+                stack.append((item, where + (key,), whose + (key,)))
         elif isinstance(node, list):
-            stack.extend((item, where + (i,)) for i, item in enumerate(node))
+            stack.extend((item, where + (i,), whose + ("[]",)) for i, item in enumerate(node))
 
 
 def _joined(fields: dict[tuple[Any, ...], list[str]], reading: CaptureReading) -> Iterator[str]:
@@ -250,5 +308,6 @@ __all__ = [
     "echoed_in_texts",
     "read_in_steps",
     "read_recording",
+    "reproducer_without",
     "unescape",
 ]
