@@ -268,3 +268,20 @@ def test_a_non_streaming_body_that_cannot_be_read_is_an_error_the_session_and_it
             assert httpx.get(f"{base}/sessions/{doc['id']}/recording").status_code in (200, 422)
             replayed = httpx.post(f"{base}/recordings/{doc['live']['recording']}/replay", headers={"accept": "application/json"})
             assert replayed.status_code in (201, 422)
+
+
+def test_the_reproducer_export_never_holds_a_forwarded_key_split_over_a_committed_calls_fragments(tmp_path: Path) -> None:
+    # a committed call keeps its object keys in the reproducer: not when they hold the key
+    secret = "sk-exportPIECE-Hq52Lr86Wn"
+    first = event(chat({"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"' + secret[:11]}}]}))
+    rest = event(chat({"tool_calls": [{"index": 0, "function": {"arguments": secret[11:] + '": 1}'}}]}, "tool_calls")) + b"data: [DONE]\n\n"
+    with make_client(Settings(data_dir=tmp_path)) as client:
+        source = LiveSource("openai/v1/chat/completions", upstream="openai", endpoint="/v1/chat/completions", dialect="openai-chat", request={"model": "m", "stream": True}, secrets=[secret])
+        session = client.app.state.store.create_live(source)  # type: ignore[attr-defined]
+        source.http_status, source.content_type = 200, "text/event-stream"
+        session.feed_bytes(first + rest)
+        session.finish()
+        assert [c.state.value for c in session.pipeline.results()[0].calls] == ["committed"]
+        exported = client.get(f"/sessions/{session.id}/export.sse")
+    assert exported.status_code in (200, 422)
+    assert [secret[i : i + 8] for i in range(len(secret) - 7) if secret[i : i + 8] in exported.text] == []

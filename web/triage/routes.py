@@ -45,6 +45,7 @@ from toollatch.web.replay.runner import SessionStore
 from toollatch.web.replay.session import Session
 from toollatch.web.settings import Settings
 from toollatch.web.triage.sources import SourceError
+from toollatch.web.live.reading import reproducer_without
 from toollatch.web.store import Store
 
 log = logging.getLogger("toollatch.web")
@@ -146,12 +147,20 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         if not data.strip():  # e.g. a non-streaming body that could not be read
             why = f" {session.error}" if session.error else ""
             return error_page("Cannot export", f"{source.name}: no provider stream was assembled, so there is nothing to reproduce.{why}", 422)
+        secrets = list(getattr(source, "secrets", ()))  # a live stream's forwarded credentials
+        make = reproducer_without if secrets else redact_capture
         try:
             body = await asyncio.to_thread(
-                partial(redact_capture, registry=session.pipeline.registry, config=session.pipeline.config), data, source.name, session.pipeline.dialect
+                partial(make, registry=session.pipeline.registry, config=session.pipeline.config),
+                data,
+                source.name,
+                session.pipeline.dialect,
+                *([secrets] if secrets else []),
             )
         except (CaptureError, ValueError) as exc:
             return error_page("Cannot export", f"{source.name} cannot be redacted: {exc}", 422)
+        if secrets and not body:
+            return error_page("Cannot export", f"{source.name}: no reproducer without the forwarded credential it echoes can be made.", 422)
         body = session.scrubbed(body)
         if body.lstrip()[:1] == b"{":
             return _download(body, f"{_stem(source.name)}.redacted.jsonl", "application/x-ndjson")
