@@ -367,3 +367,29 @@ def test_a_key_echoed_in_a_tool_name_over_two_chunks_is_not_kept() -> None:
     reading = read_recording(finished(data), [ECHO])
     assert reading.echoed and reading.reproducer is not None
     assert eight_char_pieces(reading.reproducer) == []
+
+
+def test_a_key_echoed_in_bedrock_invoke_chunks_is_found() -> None:
+    # InvokeModel streams carry each Anthropic event base64-encoded in chunk.bytes
+    import base64
+
+    from .test_eventstream import event_frame
+
+    def chunk(doc: dict[str, Any]) -> bytes:
+        return event_frame("chunk", {"bytes": base64.b64encode(json.dumps(doc).encode()).decode()})
+
+    docs: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [], "model": "c"}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ECHO[:10]}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ECHO[10:]}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}},
+        {"type": "message_stop"},
+    ]
+    session = finished(b"".join(chunk(d) for d in docs), dialect="bedrock-invoke")
+    assert session.pipeline.results()[0].end == "complete"
+    reading = read_recording(session, [ECHO])
+    assert reading.echoed and reading.reproducer
+    inner = b"".join(base64.b64decode(json.loads(line)["chunk"]["bytes"]) for line in reading.reproducer.splitlines())
+    assert b"message_stop" in inner and eight_char_pieces(inner) == []

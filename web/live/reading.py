@@ -31,6 +31,8 @@ interpreter for at most ``sys.getswitchinterval()`` at a time while the loop wai
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import re
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
@@ -41,6 +43,7 @@ from toollatch.core.model import CallState
 from toollatch.redaction.export import CaptureReading
 from toollatch.wire.capture import DONE, CaptureError, ProviderEvent
 from toollatch.wire.retell import untold_arguments
+from toollatch.wire.untrusted import parse_json
 
 from toollatch.web.live.credentials import MIN_SECRET_BYTES, scrub_bytes
 from toollatch.web.live.session import LiveSession
@@ -279,6 +282,8 @@ def _leaves(event: ProviderEvent, out: dict[tuple[Any, ...], list[str]]) -> None
         if isinstance(node, str):
             out.setdefault(where, []).append(node)
             out.setdefault(whose, []).append(node)
+            if where[-1:] == ("bytes",) and (inner := _inner_event(node)) is not None:  # Bedrock InvokeModel's chunk
+                stack.append((inner, where + ("<decoded>",), whose + ("<decoded>",)))
         elif isinstance(node, dict):
             whose += tuple((k, node[k]) for k in _IDENTITY if isinstance(node.get(k), (int, str)))
             for key, item in node.items():
@@ -286,6 +291,16 @@ def _leaves(event: ProviderEvent, out: dict[tuple[Any, ...], list[str]]) -> None
                 stack.append((item, where + (key,), whose + (key,)))
         elif isinstance(node, list):
             stack.extend((item, where + (i,), whose + ("[]",)) for i, item in enumerate(node))
+
+
+def _inner_event(text: str) -> Any:
+    """The JSON event a Bedrock InvokeModel ``chunk.bytes`` carries base64-encoded, else None."""
+    try:
+        payload = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    inner, problem = parse_json(payload)
+    return inner if problem is None else None
 
 
 def _joined(fields: dict[tuple[Any, ...], list[str]], reading: CaptureReading) -> Iterator[str]:
