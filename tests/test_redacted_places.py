@@ -404,3 +404,44 @@ def test_a_stop_reason_holding_free_text_is_masked_and_replays_the_same(dialect:
     assert SECRET[:8].encode() not in redacted, redacted
     assert verdicts(redacted) == verdicts(data)
     assert redact_capture(redacted, name) == redacted
+
+
+# ------------------------------------------------------------------ argument text no call committed: every scalar masked
+
+KEY_CANARY, NUMBER_CANARY = "kCANARYlate", "73556081234"
+
+
+def test_a_call_after_the_streams_end_keeps_none_of_its_keys_or_numbers() -> None:
+    # every call of the stream committed; a call after [DONE] is no call at all
+    late = f'{{"{KEY_CANARY}": {NUMBER_CANARY}}}'
+    data = sse(chat({"tool_calls": [entry(0, '{"q": 1}', "c1")]}), chat({}, "tool_calls"), done=True)
+    for after in (entry(1, late, "c2"), entry(0, late)):  # a new call, or more text for the committed one
+        body = redact_capture(data + sse(chat({"tool_calls": [after]})))
+        assert KEY_CANARY.encode() not in body and NUMBER_CANARY.encode() not in body, body
+        assert verdicts(body) == verdicts(data + sse(chat({"tool_calls": [after]})))
+
+
+def test_deltas_a_final_text_replaced_keep_none_of_their_keys_or_numbers() -> None:
+    # a second item reuses the first one's id: one call, whose .done text replaces both
+    # items' deltas; it commits that text, never the deltas
+    failing = f'{{"{KEY_CANARY}": {NUMBER_CANARY}, "q": "x"}}'
+
+    def delta(index: int, text: str) -> tuple[str, Any]:
+        return ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta", "output_index": index, "item_id": "fc1", "delta": text})
+
+    second = {"type": "response.output_item.added", "output_index": 1, "item": {"type": "function_call", "id": "fc1", "call_id": "c1", "name": "f"}}
+    done = ("response.function_call_arguments.done", {"type": "response.function_call_arguments.done", "output_index": 1, "item_id": "fc1", "arguments": '{"q": 1}'})
+    for data in (responses(added(), delta(0, failing), ("response.output_item.added", second), delta(1, '{"q": 1}'), done), responses(added(), delta(0, failing), done)):
+        assert verdicts(data)[0][0][2] == "committed"
+        body = redact_capture(data)
+        assert KEY_CANARY.encode() not in body and NUMBER_CANARY.encode() not in body, body
+        assert verdicts(body) == verdicts(data)
+
+
+def test_a_whole_text_fragments_replaced_keeps_none_of_its_keys_or_numbers() -> None:
+    # an Anthropic start's input is the call's text only when no fragment follows
+    data = anthropic(block_start(0, input={KEY_CANARY: int(NUMBER_CANARY)}), partial(0, '{"q": 1}'), stop(0))
+    assert verdicts(data)[0][0][2] == "committed"
+    body = redact_capture(data)
+    assert KEY_CANARY.encode() not in body and NUMBER_CANARY.encode() not in body, body
+    assert verdicts(body) == verdicts(data)

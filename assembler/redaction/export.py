@@ -150,7 +150,7 @@ class _Planner:
                 name = names.get(call)
                 if name is not None and (strings := self._registry.published(name)):
                     published[call] = by_name[name] = strings
-        plan = MaskPlan(self._recorder.texts, committed, published, by_name)
+        plan = MaskPlan(self._recorder.texts, committed, published, by_name, self._recorder.finals)
         if by_name and (strings := self._recorder.piece_strings):
             plan.kept_pieces = kept_pieces(strings, by_name)
         plan.any_failed = plan.any_failed or some_failed
@@ -237,6 +237,11 @@ class EventRedactor:
     def names(self) -> dict[CallRef, str]:
         """Every call's tool name as the ledger followed it; empty when no adapter reads the input."""
         return self._masker.ledger.names if self._masker is not None else {}
+
+    @property
+    def finals(self) -> set[CallRef]:
+        """With ``record``: the calls whose whole text is a final text (see :class:`~.redactor.Ledger`)."""
+        return self._masker.ledger.finals if self._masker is not None else set()
 
     @property
     def texts(self) -> dict[CallRef, tuple[list[str], str | None]]:

@@ -35,7 +35,7 @@ from toollatch.redaction.redactor import (
     mask_value,
     placeholder,
 )
-from toollatch.redaction.scalarmask import MaskPlan, as_value_like, mask_scalars_value
+from toollatch.redaction.scalarmask import MaskPlan, as_value_like, mask_scalars_text, mask_scalars_value
 from toollatch.wire.untrusted import parse_json
 
 Json = Any
@@ -169,6 +169,8 @@ class PlaceMasker:
         plan = self.plan
         if op is not None:
             self.ledger.taken(op, text, where)
+            if op.late:  # after its stream's end: no call takes it, nothing of it is kept
+                return as_value_like(value, mask_scalars_text(text))
             if op.kind == "fragment":
                 masked = (plan.fragment(op.call, text) if plan else None) or self.scanners.mask(op.call, text)
                 return masked if isinstance(value, str) else _value_like(value, masked)

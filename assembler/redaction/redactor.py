@@ -115,6 +115,9 @@ class Ledger:
         #: with ``record``, every call's argument text as the assembler takes it:
         #: ``{(stream, key, generation): (fragments, whole text or None)}`` (kept in memory)
         self.texts: dict[tuple[int, CallKey, int], tuple[list[str], str | None]] | None = {} if record else None
+        #: with ``record``, the calls whose whole text in :attr:`texts` is a final text (it
+        #: replaced the fragments before it), not the text a call started with
+        self.finals: set[tuple[int, CallKey, int]] = set()
         #: every call's tool name as the assembler keeps it (the first, unless a final one replaces it)
         self.names: dict[tuple[int, CallKey, int], str] = {}
         self.stream = 0
@@ -180,6 +183,8 @@ class Ledger:
                 fragments.append(text)
             elif whole is None:
                 whole = text
+                if kind == "final":
+                    self.finals.add(op.call)
             self.texts[op.call] = (fragments, whole)
         return op
 

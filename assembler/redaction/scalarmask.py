@@ -181,6 +181,11 @@ class MaskPlan:
     committed calls are masked by the redactor's scanner (None from :meth:`fragment`).
     ``by_name``: the same strings by tool name, for a dialect that does not tell which
     call a place holds (:meth:`published_for`).
+
+    ``finals``: the calls whose whole text is a final text (a Responses ``.done`` unlike
+    the deltas). A committed call took only part of its text: with a final text, not its
+    fragments (a final text replaces them); with fragments, not the whole text it started
+    with. The part it did not take is masked as a call's that did not commit.
     """
 
     def __init__(
@@ -189,6 +194,7 @@ class MaskPlan:
         committed: set[tuple[int, tuple[Any, ...]]],
         published: dict[tuple[int, tuple[Any, ...]], frozenset[str]] | None = None,
         by_name: dict[str, frozenset[str]] | None = None,
+        finals: set[CallRef] | None = None,
     ) -> None:
         from toollatch.redaction.published import mask_keeping
         from toollatch.redaction.redactor import digest
@@ -206,8 +212,18 @@ class MaskPlan:
         #: where a dialect does not tell whose text a place holds, every scalar is masked
         self.any_failed = False
         published = published or {}
+        finals = finals or set()
         for call, (fragments, whole) in texts.items():
             full = "".join(fragments) if fragments else (whole or "")
+            if assembler_key(call) in committed and fragments and whole is not None:
+                # part of the text the committed call did not take: masked as a failed call's
+                if call in finals:  # the final text replaced the fragments
+                    self.fragments[call] = mask_scalars(fragments)[::-1]  # popped in order
+                    self.masked_texts[digest(full)] = "".join(self.fragments[call][::-1])
+                    fragments, full = [], whole
+                else:  # the fragments are the text, not the whole text it started with
+                    self.wholes[call] = self.masked_texts[digest(whole)] = mask_scalars_text(whole)
+                    whole = None
             if assembler_key(call) in committed:
                 self.committed_texts.add(digest(full))
                 if whole is not None:  # a Responses final text is what the call committed
