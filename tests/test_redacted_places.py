@@ -1,6 +1,6 @@
 """The redacted reproducer masks every place a dialect adapter reads argument text (strings
 and JSON values alike), keeps what the assembler measures, masks each fragment with its own
-call's scanner, masks every string of a stream no adapter reads, and tells where a capture
+call's scanner, masks every scalar of a stream no adapter reads, and tells where a capture
 holds argument text that no call took before its stream's end."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from toollatch import read_capture
+from toollatch.core import jsontext
 from toollatch.redaction.export import UNREAD_STREAM, redact_capture, stray_argument_text
 from toollatch.web import Settings
 from toollatch.web.live.store import save_recording
@@ -250,10 +251,12 @@ def test_text_fields_beside_calls_are_masked() -> None:
         assert verdicts(redacted) == verdicts(capture)
 
 
-def test_a_stream_no_adapter_reads_has_every_string_masked() -> None:
-    ollama = jsonl({"model": "m", "message": {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {"p": SECRET, "n": 5}}}]}, "done": False})
+def test_a_stream_no_adapter_reads_has_every_scalar_masked() -> None:
+    # no call of it committed: its argument keys, numbers and literals go too
+    ollama = jsonl({"model": "m", "message": {"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": {KEY_CANARY: SECRET, "n": int(NUMBER_CANARY), "t": True}}}]}, "done": False})
     redacted = redact_capture(ollama, "x.jsonl").decode()
-    assert SECRET not in redacted and '"n":5' in redacted and '"arguments"' in redacted
+    assert SECRET not in redacted and KEY_CANARY not in redacted and NUMBER_CANARY not in redacted and "true" not in redacted
+    assert len(redacted.encode()) == len(jsontext.dumps(json.loads(ollama), separators=(",", ":")).encode()) + 1  # same shape and byte lengths
     assert stray_argument_text(read_capture(ollama)) == [UNREAD_STREAM]
     # a dialect given that no event is of: no adapter reads the stream either
     given = redact_capture(ollama, "x.jsonl", "openai-chat").decode()
@@ -338,8 +341,8 @@ def test_the_page_says_when_every_string_of_a_recording_is_masked(tmp_path: Path
         save_recording(client.app.state.store.recordings, session, [])  # type: ignore[attr-defined]
         page = client.get(f"/sessions/{session.id}").text
         download = client.get(f"/sessions/{session.id}/recording")
-    assert "Download recording (redacted)" in page and "No known provider stream: every string value is masked" in page
-    assert download.status_code == 200 and SECRET not in download.text and '"arguments"' in download.text
+    assert "Download recording (redacted)" in page and "No known provider stream: every key and value is masked" in page
+    assert download.status_code == 200 and SECRET not in download.text and '"arguments"' not in download.text and download.text.count("{") == 5
 
 
 NON_STREAMING = {

@@ -19,8 +19,8 @@ comment lines are dropped; an event whose ``data`` is not JSON is written as
 streams as JSON Lines.
 
 A stream no dialect adapter reads (no event of a known dialect, or none of the dialect
-given) has no known places: every string value of every event is masked (object keys,
-numbers and literals kept).
+given) has no known places, and no call of it committed: every scalar of every event is
+masked (object keys, numbers and literals too; the shape and byte lengths stay).
 
 :func:`stray_argument_text` tells whether an input holds argument text that no call took
 before its stream's end (a call after ``[DONE]``, a ``.done`` text that differs, a place no
@@ -48,13 +48,13 @@ from toollatch.redaction.published import kept_pieces
 from toollatch.core.config import AssembleConfig
 from toollatch.core.registry import ToolRegistry
 from toollatch.redaction.redactor import mask_arguments, mask_json_text, mask_value, placeholder
-from toollatch.redaction.scalarmask import CallRef, MaskPlan, assembler_key
+from toollatch.redaction.scalarmask import CallRef, MaskPlan, assembler_key, mask_scalars_value
 from toollatch.redaction.written import UNREADABLE, is_binary, written
 
 Json = Any
 
 #: Where :func:`stray_argument_text` reports a stream that no dialect adapter reads.
-UNREAD_STREAM = "no dialect adapter reads this stream: every string value is masked"
+UNREAD_STREAM = "no dialect adapter reads this stream: every key and value is masked"
 
 
 def redact_events(events: Iterable[ProviderEvent], dialect: str | None = None) -> list[ProviderEvent]:
@@ -216,7 +216,7 @@ class EventRedactor:
             return [] if masked is None else [masked]
         if self._keep or not self._decided:
             self._held.append(event)
-        if self._decided:  # the input is read by no adapter: every string of it is masked at the end
+        if self._decided:  # the input is read by no adapter: every scalar of it is masked at the end
             return []
         found = _dialect_of(event, self._wanted)
         if found is None:
@@ -251,9 +251,9 @@ class EventRedactor:
 
     def finish(self) -> tuple[list[ProviderEvent], list[str]]:
         """``(events still held, masked; where argument text is stray)``."""
-        if self._masker is None:  # nothing tells where argument text is: every string goes
+        if self._masker is None:  # nothing tells where argument text is (no call committed): every scalar goes
             held, self._held = self._held, []
-            masked = [e._replace(data=e.data if e.data == DONE else mask_value(e.data), raw=None) for e in held if e.error is None]
+            masked = [e._replace(data=e.data if e.data == DONE else mask_scalars_value(e.data), raw=None) for e in held if e.error is None]
             return (masked if self._keep else []), [UNREAD_STREAM]
         return [], self._masker.ledger.finish()
 
