@@ -448,3 +448,17 @@ def test_a_whole_text_fragments_replaced_keeps_none_of_its_keys_or_numbers() -> 
     body = redact_capture(data)
     assert KEY_CANARY.encode() not in body and NUMBER_CANARY.encode() not in body, body
     assert verdicts(body) == verdicts(data)
+
+
+def test_a_provider_errors_type_or_code_holding_free_text_is_masked() -> None:
+    # a gateway's error names no code: its type, code and param are free text that can quote the call
+    quoted = f'could not parse {{"{KEY_CANARY}": {NUMBER_CANARY}}}'
+    call = chat({"tool_calls": [entry(0, '{"q": ', "c1")]})
+    chat_error = sse(call, {"error": {"type": quoted, "code": quoted, "message": "m"}})
+    responses_error = responses(added(), ("error", {"type": "error", "code": quoted, "message": "m", "param": quoted}))
+    for data in (chat_error, responses_error):
+        body = redact_capture(data)
+        assert KEY_CANARY.encode() not in body and NUMBER_CANARY.encode() not in body, body
+        assert verdicts(body) == verdicts(data)
+    kept = redact_capture(sse(call, {"error": {"type": "server_error", "code": 503, "message": "m"}}))
+    assert b'"type":"server_error","code":503' in kept  # words from the provider's list stay

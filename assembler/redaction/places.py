@@ -89,6 +89,11 @@ def mask_provider_errors(data: dict[str, Any]) -> None:
         data["error"] = _mask_error(data["error"])
     if isinstance(data.get("message"), str):  # an error event's top-level message (Responses, Cohere)
         data["message"] = mask_text(data["message"])
+    if data.get("type") == "error":  # a Responses error event: its code and param beside the message
+        if "code" in data and not isinstance(data["code"], (dict, list)):
+            data["code"] = mask_word(data["code"])
+        if isinstance(data.get("param"), str):
+            data["param"] = mask_text(data["param"])
     response = data.get("response")
     if isinstance(response, dict) and response.get("error") is not None:
         response["error"] = _mask_error(response["error"])
