@@ -36,7 +36,7 @@ their parsed value).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from toollatch.wire.capture import DONE, CaptureError, ProviderEvent, iter_capture
@@ -349,11 +349,17 @@ class CaptureReading:
         self.stray = self.recorder.finish()[1]
 
     def lines(
-        self, committed: Committed | None = None, *, registry: ToolRegistry | None = None, config: AssembleConfig | None = None
+        self,
+        committed: Committed | None = None,
+        *,
+        registry: ToolRegistry | None = None,
+        config: AssembleConfig | None = None,
+        seen: Callable[[ProviderEvent], None] | None = None,
     ) -> Iterator[str]:
         """The reproducer's text, one provider event's lines at a time (an empty string for
         each event assembled to find which calls committed), from the events :meth:`read`
-        decoded; ``committed``, ``registry``, ``config`` as for :func:`redact_capture`."""
+        decoded; ``committed``, ``registry``, ``config`` as for :func:`redact_capture`;
+        ``seen`` is called with each masked event as it is written."""
         assert self.stray is not None and self._kept, "read() the events first"
         planner = _Planner(self.dialect, committed, registry, config, recorder=self.recorder)
         if planner.assembles:
@@ -361,9 +367,12 @@ class CaptureReading:
                 planner.feed(event)
                 yield ""
         redactor = EventRedactor(self.dialect, plan=planner.finish())
-        for event in self.events:
-            yield "".join(written(masked, self.as_sse) for masked in redactor.feed(event))
-        yield "".join(written(masked, self.as_sse) for masked in redactor.finish()[0])
+        for event in [*self.events, None]:
+            masked = redactor.feed(event) if event is not None else redactor.finish()[0]
+            if seen is not None:
+                for one in masked:
+                    seen(one)
+            yield "".join(written(one, self.as_sse) for one in masked)
 
     @staticmethod
     def reproducer(lines: Iterable[str]) -> bytes:

@@ -45,7 +45,7 @@ from toollatch.wire.capture import DONE, CaptureError, ProviderEvent
 from toollatch.wire.retell import untold_arguments
 from toollatch.wire.untrusted import parse_json
 
-from toollatch.web.live.credentials import MIN_SECRET_BYTES, scrub_bytes
+from toollatch.web.live.credentials import MIN_SECRET_BYTES, scrub_bytes, scrub_text
 from toollatch.web.live.session import LiveSession
 
 #: Quirks that mean the assembler left argument text aside (after a stream's end, after a
@@ -138,11 +138,14 @@ def _reproducer(reading: CaptureReading, secrets: list[str], registry: Any, conf
     that still holds a value of ``secrets`` in its joined text (a committed call keeps its
     object keys, a tool name or an id is kept: an echo split over them stays whole there) is
     made again with every call's scalars masked, and if it still holds one, none is kept
-    (``b""``). A value kept whole is replaced (:func:`~toollatch.web.live.credentials.scrub_bytes`)."""
+    (``b""``). A value kept whole is replaced (:func:`~toollatch.web.live.credentials.scrub_bytes`).
+    The masked events are searched as they are written: the reproducer is not decoded again."""
     for committed in (None, set()):
         lines: list[str] = []
+        fields: dict[tuple[Any, ...], list[str]] = {}  # of the masked events, as written (a credential kept whole replaced)
+        seen = (lambda event: _leaves(event, fields, secrets)) if secrets else None
         try:
-            for line in reading.lines(committed, registry=registry, config=config):
+            for line in reading.lines(committed, registry=registry, config=config, seen=seen):
                 lines.append(line)
                 yield None
         except READ_FAULTS:
@@ -150,13 +153,8 @@ def _reproducer(reading: CaptureReading, secrets: list[str], registry: Any, conf
         made = CaptureReading.reproducer(lines)
         if not secrets:
             return made
-        made = scrub_bytes(made, secrets)[0]
-        try:
-            echoed = yield from _search(CaptureReading(made, reading.name, reading.dialect), secrets, keep=False)
-        except READ_FAULTS:
-            echoed = True
-        if not echoed:
-            return made
+        if not echoed_in_texts((("".join(pieces)) for pieces in fields.values()), secrets):
+            return scrub_bytes(made, secrets)[0]
     return b""
 
 
@@ -269,28 +267,31 @@ def _search(reading: CaptureReading, secrets: list[str], *, keep: bool) -> Gener
     return bool(secrets) and echoed_in_texts(_joined(fields, reading), secrets)
 
 
-def _leaves(event: ProviderEvent, out: dict[tuple[Any, ...], list[str]]) -> None:
+def _leaves(event: ProviderEvent, out: dict[tuple[Any, ...], list[str]], scrub: list[str] | None = None) -> None:
     """Add each string (and object key) of ``event`` to the pieces of its path (with the
     event type), and to the pieces of its item's path (list positions left out, the
-    :data:`_IDENTITY` fields of each object on the way put in: a reader joins an item's text)."""
+    :data:`_IDENTITY` fields of each object on the way put in: a reader joins an item's text).
+    ``scrub``: credential values replaced in each string first, as in a written copy (not
+    inside a base64-encoded event, where no replacement reaches them)."""
     if event.error is not None or event.data is None or event.data == DONE:
         return
     top = (event.event,)
-    stack: list[tuple[Any, tuple[Any, ...], tuple[Any, ...]]] = [(event.data, top, ("<item>",) + top)]
+    stack: list[tuple[Any, tuple[Any, ...], tuple[Any, ...], list[str] | None]] = [(event.data, top, ("<item>",) + top, scrub)]
     while stack:
-        node, where, whose = stack.pop()
+        node, where, whose, replace = stack.pop()
         if isinstance(node, str):
+            if where[-1:] == ("bytes",) and (inner := _inner_event(node)) is not None:  # Bedrock InvokeModel's chunk
+                stack.append((inner, where + ("<decoded>",), whose + ("<decoded>",), None))
+            node = scrub_text(node, replace) if replace else node
             out.setdefault(where, []).append(node)
             out.setdefault(whose, []).append(node)
-            if where[-1:] == ("bytes",) and (inner := _inner_event(node)) is not None:  # Bedrock InvokeModel's chunk
-                stack.append((inner, where + ("<decoded>",), whose + ("<decoded>",)))
         elif isinstance(node, dict):
             whose += tuple((k, node[k]) for k in _IDENTITY if isinstance(node.get(k), (int, str)))
             for key, item in node.items():
-                out.setdefault(where + ("<key>",), []).append(str(key))
-                stack.append((item, where + (key,), whose + (key,)))
+                out.setdefault(where + ("<key>",), []).append(scrub_text(str(key), replace) if replace else str(key))
+                stack.append((item, where + (key,), whose + (key,), replace))
         elif isinstance(node, list):
-            stack.extend((item, where + (i,), whose + ("[]",)) for i, item in enumerate(node))
+            stack.extend((item, where + (i,), whose + ("[]",), replace) for i, item in enumerate(node))
 
 
 def _inner_event(text: str) -> Any:
