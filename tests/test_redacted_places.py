@@ -462,3 +462,20 @@ def test_a_provider_errors_type_or_code_holding_free_text_is_masked() -> None:
         assert verdicts(body) == verdicts(data)
     kept = redact_capture(sse(call, {"error": {"type": "server_error", "code": 503, "message": "m"}}))
     assert b'"type":"server_error","code":503' in kept  # words from the provider's list stay
+
+
+def test_argument_text_in_a_shape_the_dialect_never_has_keeps_none_of_its_keys_or_numbers() -> None:
+    args = {KEY_CANARY: int(NUMBER_CANARY)}
+    call = chat({"tool_calls": [entry(0, '{"q": 1}', "c1")]})
+    shapes = {
+        "an entry that is a list": chat({"tool_calls": [[{"index": 1, "function": {"arguments": args}}]]}),
+        "choices that are an object": {"object": "chat.completion.chunk", "choices": {"0": {"delta": {"tool_calls": [{"function": {"arguments": args}}]}}}},
+        "a delta that is a list": {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": [{"tool_calls": [{"function": {"arguments": args}}]}]}]},
+        "an event that is a list": [{"choices": [{"delta": {"tool_calls": [{"function": {"arguments": args}}]}}]}],
+    }
+    for what, shape in shapes.items():
+        data = sse(call, shape, chat({}, "tool_calls"), done=True)
+        body = redact_capture(data)
+        assert KEY_CANARY.encode() not in body and NUMBER_CANARY.encode() not in body, what
+        assert verdicts(body) == verdicts(data), what
+        assert stray_argument_text(read_capture(data)) != [], what  # never downloaded as received

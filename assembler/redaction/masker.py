@@ -74,8 +74,8 @@ class DialectMasker(GeminiMasker):
             if isinstance(delta, dict):
                 self._chat_delta(delta)
                 self._chat_names(choice.get("index"), delta)
-            elif delta is not None:
-                choice["delta"] = mask_value(delta)
+            elif delta is not None:  # a shape the adapter never reads: whatever it holds, no call took it
+                choice["delta"] = self.unread(delta, "delta")
             message = choice.get("message")
             if message is not None:  # a whole message in a chunk: no adapter reads it
                 if isinstance(message, dict) and (message.get("tool_calls") or message.get("function_call")):

@@ -145,7 +145,7 @@ class PlaceMasker:
             return event.data
         if not isinstance(event.data, dict):  # no dialect's event: nothing of it is kept
             self.ledger.ignored(self._where, "a shape the dialect never has")
-            return mask_value(event.data)
+            return mask_scalars_value(event.data)
         data = jsontext.rebuild(event.data)  # a private copy to rewrite
         self._method(data)
         mask_provider_errors(data)
@@ -216,17 +216,17 @@ class PlaceMasker:
 
     def objects(self, obj: dict[str, Any], key: str) -> list[dict[str, Any]]:
         """The objects of the array ``obj[key]`` (choices, tool calls, candidates, parts). A
-        member or an entry of another type is a shape the dialect never has: it is masked
-        whole (nothing of it kept) and recorded."""
+        member or an entry of another type is a shape the dialect never has: every scalar
+        of it is masked (nothing of it kept, keys and numbers neither) and it is recorded."""
         value = obj.get(key)
         if not isinstance(value, list):
             if value is not None:
-                obj[key] = mask_value(value)
+                obj[key] = mask_scalars_value(value)
                 self.ledger.ignored(f"{self._where} ({key})", "a shape the dialect never has")
             return []
         for i, entry in enumerate(value):
             if not isinstance(entry, dict):
-                value[i] = mask_value(entry)
+                value[i] = mask_scalars_value(entry)
                 self.ledger.ignored(f"{self._where} ({key})", "a shape the dialect never has")
         return [entry for entry in value if isinstance(entry, dict)]
 
