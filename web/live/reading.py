@@ -110,27 +110,30 @@ class RecordingReading:
         reproducer = None
         if self._reproduce and (echoed or not as_received):
             pipeline = session.pipeline
-            reproducer = yield from _reproducer(reading, self._wanted, pipeline.registry, pipeline.config)
+            try:
+                reproducer = yield from _reproducer(reading, self._wanted, pipeline.registry, pipeline.config)
+            except READ_FAULTS:
+                reproducer = b""
         self.reading = Reading(as_received, echoed, reproducer)
 
 def reproducer_without(data: bytes, name: str, dialect: str | None, secrets: list[str], *, registry: Any = None, config: Any = None) -> bytes:
     """The redacted reproducer of ``data`` (:func:`toollatch.redaction.export.redact_capture`
     with ``registry`` and ``config``) that holds no value of ``secrets`` (forwarded
     credentials), whole or in pieces over its events: made again with every call's scalars
-    masked when it would, ``b""`` when even that holds one or the stream cannot be read."""
+    masked when it would, ``b""`` when even that holds one. Raises ``CaptureError`` or
+    ``ValueError`` (naming ``name``) when the stream cannot be read or redacted."""
     wanted = [s for s in secrets if len(s.encode("utf-8", "ignore")) >= MIN_SECRET_BYTES]
     reading = CaptureReading(data, name, dialect)
     try:
         for _ in reading.read():
             pass
-    except READ_FAULTS:
-        return b""
-    work = _reproducer(reading, wanted, registry, config)
-    while True:
-        try:
+        work = _reproducer(reading, wanted, registry, config)
+        while True:
             next(work)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    except RecursionError:
+        raise ValueError(f"{name}: an event nests too deep to redact") from None
 
 
 def _reproducer(reading: CaptureReading, secrets: list[str], registry: Any, config: Any) -> Generator[None, None, bytes]:
@@ -139,17 +142,15 @@ def _reproducer(reading: CaptureReading, secrets: list[str], registry: Any, conf
     object keys, a tool name or an id is kept: an echo split over them stays whole there) is
     made again with every call's scalars masked, and if it still holds one, none is kept
     (``b""``). A value kept whole is replaced (:func:`~toollatch.web.live.credentials.scrub_bytes`).
-    The masked events are searched as they are written: the reproducer is not decoded again."""
+    The masked events are searched as they are written: the reproducer is not decoded again.
+    Raises what :meth:`CaptureReading.lines` raises."""
     for committed in (None, set()):
         lines: list[str] = []
         fields: dict[tuple[Any, ...], list[str]] = {}  # of the masked events, as written (a credential kept whole replaced)
         seen = (lambda event: _leaves(event, fields, secrets)) if secrets else None
-        try:
-            for line in reading.lines(committed, registry=registry, config=config, seen=seen):
-                lines.append(line)
-                yield None
-        except READ_FAULTS:
-            return b""
+        for line in reading.lines(committed, registry=registry, config=config, seen=seen):
+            lines.append(line)
+            yield None
         made = CaptureReading.reproducer(lines)
         if not secrets:
             return made
