@@ -218,12 +218,15 @@ def fake_upstream(echo_key_in_text: bool = False) -> Any:
         request = json.loads(body or b"{}")
         kind = str(request.get("model"))
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
-        if kind == "echo":  # the forwarded key echoed in four text pieces, then a call that commits
+        if kind in ("echo", "echo_in_key"):  # the forwarded key echoed in pieces, and a call that commits
             auth = dict(scope["headers"]).get(b"authorization", b"").decode()[7:]
             quarter = len(auth) // 4 + 1
             items: list[Any] = [_chunk({"role": "assistant", "content": "your key: "})]
-            items += [_chunk({"content": auth[i : i + quarter]}) for i in range(0, len(auth), quarter)]
-            items += [_start(), _args('{"q": "ok"}'), _chunk({}, "tool_calls"), "[DONE]"]
+            if kind == "echo":  # in four text pieces
+                items += [_chunk({"content": auth[i : i + quarter]}) for i in range(0, len(auth), quarter)]
+                items += [_start(), _args('{"q": "ok"}'), _chunk({}, "tool_calls"), "[DONE]"]
+            else:  # as an object key of a call that commits, over two fragments (a committed call's keys are kept)
+                items += [_start(), _args('{"q": "ok", "' + auth[:quarter]), _args(auth[quarter:] + '": 1}'), _chunk({}, "tool_calls"), "[DONE]"]
             await send({"type": "http.response.body", "body": sse(items), "more_body": False})
             return
         for item in events(kind):
@@ -312,20 +315,24 @@ def test_proxy_and_direct_connect_never_show_a_failed_calls_text(live: tuple[str
     assert count == 2 * len(KINDS)
 
 
-def test_a_key_echoed_in_four_text_pieces_is_never_stored_or_served(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["echo", "echo_in_key"])
+def test_a_key_echoed_in_pieces_is_never_stored_or_served(tmp_path: Path, kind: str) -> None:
     data_dir = tmp_path / "data"
     with serve(fake_upstream()) as upstream:
         with serve(create_app(Settings(data_dir=data_dir, upstreams={"fake": upstream}))) as base:
-            body = {"model": "echo", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+            body = {"model": kind, "stream": True, "messages": [{"role": "user", "content": "go"}]}
             response = httpx.post(f"{base}/proxy/fake/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {API_KEY}"})
             assert response.status_code == 200
             assert API_KEY not in response.text and API_KEY[:8] in response.text  # the client gets what the upstream sent, in pieces
             doc = finished(base, newest_live(base))
             assert doc["streams"][0]["calls"][0]["state"] == "committed"
             recording = httpx.get(f"{base}/sessions/{doc['id']}/recording").content
+            exported = httpx.get(f"{base}/sessions/{doc['id']}/export.sse")
     stored = stored_bytes(data_dir)
+    assert exported.status_code == 200 and recording
     for piece in pieces(API_KEY):
         assert piece.encode() not in recording, piece
+        assert piece.encode() not in exported.content, piece
         assert piece.encode() not in stored, piece
 
 
