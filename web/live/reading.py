@@ -138,10 +138,10 @@ def reproducer_without(data: bytes, name: str, dialect: str | None, secrets: lis
 
 def _reproducer(reading: CaptureReading, secrets: list[str], registry: Any, config: Any) -> Generator[None, None, bytes]:
     """The redacted reproducer of the events ``reading`` decoded (yielding after each); one
-    that still holds a value of ``secrets`` in its joined text (a committed call keeps its
-    object keys, a tool name or an id is kept: an echo split over them stays whole there) is
-    made again with every call's scalars masked, and if it still holds one, none is kept
-    (``b""``). A value kept whole is replaced (:func:`~toollatch.web.live.credentials.scrub_bytes`).
+    that still holds a value of ``secrets``, or any piece of one :data:`MIN_SECRET_BYTES`
+    characters long, in its joined text (a committed call keeps its object keys, a tool name
+    or an id is kept: an echo split over them stays there) is made again with every call's
+    scalars masked, and if it still holds one, none is kept (``b""``). A value kept whole is replaced (:func:`~toollatch.web.live.credentials.scrub_bytes`).
     The masked events are searched as they are written: the reproducer is not decoded again.
     Raises what :meth:`CaptureReading.lines` raises."""
     for committed in (None, set()):
@@ -154,9 +154,14 @@ def _reproducer(reading: CaptureReading, secrets: list[str], registry: Any, conf
         made = CaptureReading.reproducer(lines)
         if not secrets:
             return made
-        if not echoed_in_texts((("".join(pieces)) for pieces in fields.values()), secrets):
+        if not echoed_in_texts((("".join(pieces)) for pieces in fields.values()), _pieces(secrets)):
             return scrub_bytes(made, secrets)[0]
     return b""
+
+
+def _pieces(secrets: list[str]) -> list[str]:
+    """Every piece of :data:`MIN_SECRET_BYTES` characters of each of ``secrets``."""
+    return sorted({s[i : i + MIN_SECRET_BYTES] for s in secrets for i in range(len(s) - MIN_SECRET_BYTES + 1)})
 
 
 def read_recording(session: LiveSession, secrets: list[str]) -> Reading:
