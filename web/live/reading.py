@@ -12,13 +12,20 @@ questions together:
   ``delta.content`` pieces, a call's argument fragments), so that no single event, and no
   run of the raw bytes, holds it whole. The text is joined the way a reader would see it —
   each string field's pieces in order (assistant text, reasoning, every provider field),
-  and each call's argument text as the assembler took it — and every forwarded value is
+  also item by item (two choices' or content blocks' pieces can interleave), inside a
+  Bedrock InvokeModel chunk's base64-encoded event too, and each call's argument text as
+  the assembler took it — and every forwarded value is
   looked for there, in its JSON-escaped and ``\\u``-escaped forms too (the joined text is
   also read with JSON escapes undone, once and twice: argument text is JSON inside a JSON
   event);
 * when either answer says the bytes may not be kept, the redacted reproducer
   (:func:`toollatch.redaction.export.redact_capture` of the stream, judged by the session's
-  tools and settings), made from the events already decoded.
+  tools and settings), made from the events already decoded. Its masked events are
+  searched as they are written: a reproducer keeps a committed call's object keys, tool
+  names and ids, so one that still holds a forwarded value, or any piece of one
+  :data:`~toollatch.web.live.credentials.MIN_SECRET_BYTES` characters long, is made again
+  with every scalar masked, and if even that holds one, none is kept (:func:`reproducer_without`
+  gives the same for the reproducer export).
 
 :func:`read_in_steps` does that work :data:`CHECK_STEP_EVENTS` provider events at a time,
 each step in a worker thread, one step after another: the event loop never runs the work
