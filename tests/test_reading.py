@@ -394,3 +394,12 @@ def test_a_key_echoed_in_bedrock_invoke_chunks_is_found() -> None:
     assert reading.echoed and reading.reproducer
     inner = b"".join(base64.b64decode(json.loads(line)["chunk"]["bytes"]) for line in reading.reproducer.splitlines())
     assert b"message_stop" in inner and eight_char_pieces(inner) == []
+
+
+def test_a_short_forwarded_value_is_looked_for_whole_in_the_reproducer() -> None:
+    # a user name or a short query value can share a piece with other text: only a key or
+    # token (16 characters or more) is looked for piece by piece
+    session = finished(call_piece('{"service-user-02": 1}', first=True) + END)
+    session.echoed_secret = True  # the recording keeps the reproducer, whatever its calls
+    assert b'"service-user-02' in (read_recording(session, ["service-user-01"]).reproducer or b"")
+    assert b"service-user-02" not in (read_recording(session, ["service-user-0123456"]).reproducer or b"")

@@ -145,8 +145,8 @@ def reproducer_without(data: bytes, name: str, dialect: str | None, secrets: lis
 
 def _reproducer(reading: CaptureReading, secrets: list[str], registry: Any, config: Any) -> Generator[None, None, bytes]:
     """The redacted reproducer of the events ``reading`` decoded (yielding after each); one
-    that still holds a value of ``secrets``, or any piece of one :data:`MIN_SECRET_BYTES`
-    characters long, in its joined text (a committed call keeps its object keys, a tool name
+    that still holds a value of ``secrets``, or any piece :data:`MIN_SECRET_BYTES` characters
+    long of one (:data:`PIECED_SECRET_CHARS` or longer), in its joined text (a committed call keeps its object keys, a tool name
     or an id is kept: an echo split over them stays there) is made again with every call's
     scalars masked, and if it still holds one, none is kept (``b""``). A value kept whole is replaced (:func:`~toollatch.web.live.credentials.scrub_bytes`).
     The masked events are searched as they are written: the reproducer is not decoded again.
@@ -166,9 +166,16 @@ def _reproducer(reading: CaptureReading, secrets: list[str], registry: Any, conf
     return b""
 
 
+#: A forwarded value at least this many characters long is a key or token (not a user name
+#: or a short query value that other text can share a piece with): its pieces are looked for.
+PIECED_SECRET_CHARS = 2 * MIN_SECRET_BYTES
+
+
 def _pieces(secrets: list[str]) -> list[str]:
-    """Every piece of :data:`MIN_SECRET_BYTES` characters of each of ``secrets``."""
-    return sorted({s[i : i + MIN_SECRET_BYTES] for s in secrets for i in range(len(s) - MIN_SECRET_BYTES + 1)})
+    """Every piece of :data:`MIN_SECRET_BYTES` characters of each of ``secrets`` at least
+    :data:`PIECED_SECRET_CHARS` long; a shorter one whole."""
+    size = MIN_SECRET_BYTES
+    return sorted({s[i : i + size] for s in secrets if len(s) >= PIECED_SECRET_CHARS for i in range(len(s) - size + 1)} | {s for s in secrets if len(s) < PIECED_SECRET_CHARS})
 
 
 def read_recording(session: LiveSession, secrets: list[str]) -> Reading:
