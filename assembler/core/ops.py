@@ -101,7 +101,9 @@ class CallStart:
     item: str | None = None
 
     def __post_init__(self) -> None:
-        _escaped_identity(self)
+        call_id, name = self.call_id, self.name
+        if (call_id and not call_id.isascii()) or (name and not name.isascii()):  # ASCII: nothing to escape
+            _escaped_identity(self)
 
 
 @dataclass(slots=True)
@@ -121,7 +123,9 @@ class CallIdentity:
     final: bool = False
 
     def __post_init__(self) -> None:
-        _escaped_identity(self)
+        call_id, name = self.call_id, self.name
+        if (call_id and not call_id.isascii()) or (name and not name.isascii()):  # ASCII: nothing to escape
+            _escaped_identity(self)
 
 
 @dataclass(slots=True)
@@ -261,7 +265,9 @@ class Quirk:
     name: str
 
     def __post_init__(self) -> None:
-        _escaped_detail(self, "name")
+        name = self.name
+        if name and not name.isascii():
+            self.name = escape_surrogates(name)
 
 
 Op: TypeAlias = (

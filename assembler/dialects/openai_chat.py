@@ -102,7 +102,7 @@ class OpenAIChatAdapter:
 
     def _plain(self, choice: dict[str, Any], ops: list[Op]) -> bool:
         """The two most common chunks, in one step, for an open choice already seen: one more
-        argument fragment for a bound index, or text (``content``, ``reasoning``...) with no
+        argument fragment for a bound index (its delta's text and ``role`` beside it too), or text (``content``, ``reasoning``...) with no
         tool call, no ``role`` and no ``finish_reason``. ``choice`` has only the keys of
         :data:`_PLAIN_CHOICE`. False: not such a chunk, nothing done."""
         if choice.get("finish_reason"):
@@ -115,9 +115,19 @@ class OpenAIChatAdapter:
         entries = delta.get("tool_calls")
         if entries is None:
             return "role" not in delta  # text only: nothing for the assembler
-        if len(delta) != 1 or entries.__class__ is not list or len(entries) != 1:
+        if entries.__class__ is not list or len(entries) != 1:
             return False
-        return self._continuation(state, entries[0], ops)
+        if len(delta) == 1 or not delta.get("role"):  # other delta keys (text) are not the adapter's
+            return self._continuation(state, entries[0], ops)
+        # the delta's role repeated beside a fragment (some gateways send it in every chunk):
+        # the quirk goes before the fragment, as the general way orders them
+        at = len(ops)
+        if not self._continuation(state, entries[0], ops):
+            return False
+        if state.role_seen:
+            ops.insert(at, Quirk("role_repeated"))
+        state.role_seen = True
+        return True
 
     def _choice(self, choice: dict[str, Any], ops: list[Op], event: ProviderEvent) -> bool:
         """Apply one ``choices[]`` element; True if it carried a ``finish_reason``."""

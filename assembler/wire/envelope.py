@@ -17,8 +17,9 @@ _raw_decode = json.JSONDecoder().raw_decode
 #: What JSON allows around a value (RFC 8259 ``ws``); ``str.isspace`` allows more.
 _JSON_WS = " \t\n\r"
 _orjson_loads = orjson.loads
-#: Digits mapped to ``0`` so that a run of 19 (an integer orjson may not keep exact) is one ``in`` test.
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+#: Digits mapped to ``0`` so that a run of 19 (an integer orjson may not keep exact) is one
+#: ``in`` test, and ``{`` mapped to ``[`` so that the arrays and objects opened are one count.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789{", b"000000000[")
 _LONG_DIGITS = b"0" * 19
 #: Arrays and objects opened in a payload at or above which the standard library parses it:
 #: its nesting limit is Python's recursion limit (less the stack in use), orjson's 1024,
@@ -53,9 +54,12 @@ def parse_envelope(text: str) -> Any:
     never parsed here: its adapters re-check the payload strictly.
     """
     raw = text.encode("utf-8", "surrogatepass")
-    if _LONG_DIGITS not in raw.translate(_DIGITS_AS_ZERO) and raw.count(b"[") + raw.count(b"{") < _NESTING_GUARD:
-        try:
-            return _orjson_loads(text)
+    marked = raw.translate(_DIGITS_AS_ZERO)
+    # a valid text nested n levels deep holds n openers and n closers: under twice the guard
+    # in bytes, it cannot reach the guard (an invalid one is refused by orjson, then parsed below)
+    if _LONG_DIGITS not in marked and (len(raw) < 2 * _NESTING_GUARD or marked.count(b"[") < _NESTING_GUARD):
+        try:  # the bytes, not the text: orjson reads them without encoding again
+            return _orjson_loads(raw)  # a lone surrogate is not UTF-8 there either: refused alike
         except orjson.JSONDecodeError:
             pass
     return _stdlib_parse(text)
