@@ -30,7 +30,6 @@ from toollatch.core.model import (
     CallKey,
     CallOutcome,
     CallStart,
-    CallState,
     CallTruncated,
     Cancel,
     CommittedCall,
@@ -44,12 +43,19 @@ from toollatch.core.model import (
     StreamStart,
     StreamTruncated,
     Transition,
+    OPEN,
+    ARGS_COMPLETE,
+    COMMITTED,
+    TERMINAL_STATES,
 )
 from toollatch.core import identity, stream_end
 from toollatch.core.calls import CallRecord, RunBudget, append_varint, keep_one_record_per_id, owed_results
 from toollatch.redaction.redact import AssemblyEvent, CallView, EventKind
 from toollatch.core.registry import ToolRegistry
-from toollatch.core.state import CallInput
+from toollatch.core.state import ARGS_DONE, FAIL, CallInput
+
+#: Builds a :class:`Transition` from a tuple of its fields without its Python-level ``__new__``.
+_transition = tuple.__new__
 
 Clock = Callable[[], float]
 
@@ -132,7 +138,7 @@ class Assembler:
     def committed(self, key: CallKey) -> CommittedCall | None:
         """The committed call at ``key``, or None if it has not (yet) passed the latch."""
         call = self._calls.get(key)
-        if call is None or call.machine.state is not CallState.COMMITTED:
+        if call is None or call.machine.state is not COMMITTED:
             return None
         assert call.call_id is not None and call.name is not None
         return CommittedCall(call.key, call.call_id, call.name, call.arguments, call.executor)
@@ -165,7 +171,7 @@ class Assembler:
             return out
         now, limit = self._now(), self.config.assemble_idle_timeout_s
         for call in self._ordered():
-            if call.machine.state is CallState.OPEN and now - call.last_activity >= limit:
+            if call.machine.state is OPEN and now - call.last_activity >= limit:
                 self._fail(call, Reason.IDLE_TIMEOUT.with_detail(f"no fragment for {limit:g} s"), out)
         return out
 
@@ -205,8 +211,8 @@ class Assembler:
 
     def _block_stop(self, op: BlockStop, out: list[AssemblyEvent]) -> None:
         call = self._calls.get(self._alias.get(op.key, op.key))
-        if call is not None and call.machine.state is CallState.OPEN:
-            self._move(call, CallInput.ARGS_COMPLETE, out)
+        if call is not None and call.machine.state is OPEN:
+            self._move(call, ARGS_DONE, out)
             if call.executor == "client" and self.config.pipelined(call.name):
                 # Pipelined commit: the block stopped and its key accepts no more
                 # fragments; only tools the configuration names may skip the stream end.
@@ -214,7 +220,7 @@ class Assembler:
 
     def _call_truncated(self, op: CallTruncated, out: list[AssemblyEvent]) -> None:
         call = self._calls.get(self._alias.get(op.key, op.key))
-        if call is not None and not call.machine.state.terminal:
+        if call is not None and call.machine.state not in TERMINAL_STATES:
             call.diagnosis = call.cut_off("truncated")
             self._fail(call, Reason.STREAM_TRUNCATED.with_detail(op.detail), out)
 
@@ -231,7 +237,7 @@ class Assembler:
         call.bytes += len(data)
         call.fragments += 1
         state = call.machine.state
-        if state is CallState.OPEN and call.buffer is not None:
+        if state is OPEN and call.buffer is not None:
             if call.bytes > self.config.max_tool_argument_bytes:
                 self._overflow(call, out)
             else:
@@ -243,7 +249,7 @@ class Assembler:
                     append_varint(call.lengths, n)  # type: ignore[arg-type]
                 if self.progress_events:
                     self._progress(call, out)
-        elif state is CallState.ARGS_COMPLETE:
+        elif state is ARGS_COMPLETE:
             # The provider said the block was over; more text means we cannot trust either part.
             self._fail(call, Reason.STREAM_ERROR.with_detail("argument fragment after the block stopped"), out)
         else:
@@ -263,7 +269,7 @@ class Assembler:
             self._fragment(ArgsFragment(op.key, op.text), out)
             return
         state = call.machine.state
-        if state is not CallState.OPEN or call.buffer is None:
+        if state is not OPEN or call.buffer is None:
             self._fragment(ArgsFragment(op.key, op.text), out)  # after the stop or the end of the call: as any fragment
             return
         data = op.text.encode("utf-8", "surrogatepass")
@@ -291,13 +297,13 @@ class Assembler:
     def _fail(self, call: CallRecord, reason: str, out: list[AssemblyEvent]) -> None:
         call.reason = reason
         call.buffer = call.lengths = None  # release the buffer
-        self._move(call, CallInput.FAIL, out)
+        self._move(call, FAIL, out)
 
     def _move(self, call: CallRecord, event: CallInput, out: list[AssemblyEvent]) -> None:
         state = call.machine.apply(event)
-        if state.terminal:
+        if state in TERMINAL_STATES:
             self._in_flight -= 1
-        call.transitions.append(Transition(state, self._clock() - self._t0))
+        call.transitions.append(_transition(Transition, (state, self._clock() - self._t0)))
         if self.emit_events:
             self._emit(out, "state", call)
 

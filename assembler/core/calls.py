@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toollatch.core.jsonprefix import diagnose
-from toollatch.core.model import CallKey, CallOutcome, CallState, Executor, ToolResult, Transition
+from toollatch.core.model import COMMITTED, TERMINAL_STATES, CallKey, CallOutcome, Executor, ToolResult, Transition
 from toollatch.redaction.redact import CallView
 from toollatch.core.state import CallStateMachine
 
@@ -108,20 +108,21 @@ class CallRecord:
     def outcome(self) -> CallOutcome:
         """The call's final record; ``arguments`` only when COMMITTED."""
         state = self.machine.state
+        # positional, in CallOutcome's field order (keywords cost three times as much)
         return CallOutcome(
-            key=self.key,
-            call_id=self.call_id,
-            name=self.name,
-            state=state,
-            reason=self.reason,
-            bytes=self.bytes,
-            fragments=self.fragments,
-            executor=self.executor,
-            arguments=self.arguments if state is CallState.COMMITTED else None,
-            transitions=list(self.transitions),
-            repaired=self.repaired,
-            diagnosis=self.diagnosis,
-            item=self.item,
+            self.key,
+            self.call_id,
+            self.name,
+            state,
+            self.reason,
+            self.bytes,
+            self.fragments,
+            self.executor,
+            self.arguments if state is COMMITTED else None,  # arguments
+            list(self.transitions),  # transitions
+            self.repaired,
+            self.diagnosis,
+            self.item,
         )
 
     def take_text(self) -> str:
@@ -162,7 +163,7 @@ def owed_results(calls: list[CallOutcome], committed_ids: set[str]) -> list[Tool
     results: list[ToolResult] = []
     answered = set(committed_ids)
     for c in calls:
-        if c.executor != "client" or c.state is CallState.COMMITTED or not c.state.terminal or c.repaired:
+        if c.executor != "client" or c.state is COMMITTED or c.state not in TERMINAL_STATES or c.repaired:
             continue
         if c.call_id is not None and c.call_id in answered:
             continue
@@ -201,7 +202,7 @@ def keep_one_record_per_id(records: Iterable[CallRecord], *, by_key: bool) -> No
         if first is None:
             kept[call.call_id] = call
             continue
-        committed, first_committed = call.machine.state is CallState.COMMITTED, first.machine.state is CallState.COMMITTED
+        committed, first_committed = call.machine.state is COMMITTED, first.machine.state is COMMITTED
         if (committed and not first_committed) or (committed == first_committed and by_key and call.key < first.key):
             first.repaired, kept[call.call_id] = True, call
         else:

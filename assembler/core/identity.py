@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from toollatch.core import stream_end
 from toollatch.core.calls import CallRecord
-from toollatch.core.model import CallIdentity, CallStart, CallState, Reason, Transition
+from toollatch.core.model import OPEN, TERMINAL_STATES, CallIdentity, CallStart, Reason, Transition
 from toollatch.redaction.redact import AssemblyEvent
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def start(asm: Assembler, op: CallStart, out: list[AssemblyEvent]) -> None:
         # Another call starts where one already is: never merge the two. The older one
         # can no longer be told apart from the newer one's fragments, so it fails.
         asm._quirk("call_started_at_a_used_key", out)
-        if not existing.machine.state.terminal:
+        if existing.machine.state not in TERMINAL_STATES:
             asm._fail(existing, Reason.STREAM_ERROR.with_detail("another call started at its position"), out)
         n = asm._reused.get(op.key, 1)
         while op.key + (n,) in asm._calls:  # a key the adapter gave another call: skip it
@@ -53,7 +53,7 @@ def start(asm: Assembler, op: CallStart, out: list[AssemblyEvent]) -> None:
     asm._calls[key] = call
     asm._in_flight += 1
     call.last_activity = asm._now()
-    call.transitions.append(Transition(CallState.OPEN, call.last_activity))
+    call.transitions.append(Transition(OPEN, call.last_activity))
     asm._emit(out, "call_opened", call)
     if in_flight >= asm.config.max_tool_calls_in_flight_assemble:
         limit = asm.config.max_tool_calls_in_flight_assemble
@@ -80,7 +80,7 @@ def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None
                 call.not_unicode += ("call_id",)
         elif op.call_id == call.call_id:
             asm._quirk("id_repeated", out)
-        elif op.final and not call.machine.state.terminal:
+        elif op.final and call.machine.state not in TERMINAL_STATES:
             call.call_id, changed = op.call_id, True
             call.not_unicode = tuple(f for f in call.not_unicode if f != "call_id") + (("call_id",) if "call_id" in op.not_unicode else ())
             asm._quirk("call_id_replaced", out)
@@ -95,12 +95,12 @@ def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None
             asm._quirk("name_repeated", out)
         else:
             asm._quirk("name_conflict", out)
-            if not call.machine.state.terminal:
+            if call.machine.state not in TERMINAL_STATES:
                 declared = asm.registry is not None and op.name in asm.registry
                 asm._fail(call, Reason.NAME_CONFLICT.with_detail(renamed(call.name, op.name, declared or asm.reveal)), out)
     if changed:
         asm._emit(out, "identity", call)
-        if call.call_id in asm._run_ids and call.executor == "client" and not call.machine.state.terminal:
+        if call.call_id in asm._run_ids and call.executor == "client" and call.machine.state not in TERMINAL_STATES:
             stream_end.refuse_reused_id(asm, call, out)
 
 

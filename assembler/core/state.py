@@ -37,6 +37,9 @@ class IllegalTransition(RuntimeError):
         self.event = event
 
 
+#: Each input as a plain name (an enum member read through the class costs a descriptor call).
+ARGS_DONE, COMMIT, FAIL, CANCEL = CallInput.ARGS_COMPLETE, CallInput.COMMIT, CallInput.FAIL, CallInput.CANCEL
+
 #: The only legal moves. Terminal states have no outgoing transitions.
 TRANSITIONS: dict[tuple[CallState, CallInput], CallState] = {
     (CallState.OPEN, CallInput.ARGS_COMPLETE): CallState.ARGS_COMPLETE,

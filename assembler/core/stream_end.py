@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 from toollatch.core.calls import CallRecord, shared_ids
 from toollatch.core.finalize import Verdict, check_arguments
 from toollatch.core.model import (
-    CallState,
+    ARGS_COMPLETE,
+    OPEN,
+    TERMINAL_STATES,
     Cancel,
     Reason,
     StreamEnd,
@@ -31,7 +33,7 @@ from toollatch.core.model import (
     hidden,
 )
 from toollatch.core.schemacheck import CheckBudget
-from toollatch.core.state import CallInput
+from toollatch.core.state import ARGS_DONE, CANCEL, COMMIT
 from toollatch.redaction.redact import AssemblyEvent
 
 if TYPE_CHECKING:
@@ -47,14 +49,14 @@ def finish_complete(asm: Assembler, op: StreamEnd, out: list[AssemblyEvent]) -> 
     shared = shared_ids(calls)  # a tool_call_id carried by more than one client call
     budget = CheckBudget()  # the schema checks of all the calls latched here, together
     for call in calls:
-        if shared and call.call_id in shared and not call.machine.state.terminal:
+        if shared and call.call_id in shared and call.machine.state not in TERMINAL_STATES:
             if call.call_id in asm._run_ids:
                 refuse_reused_id(asm, call, out)
             else:  # One tool_call_id for two calls: running either could run the tool twice.
                 asm._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
-        if call.machine.state is CallState.OPEN:
-            asm._move(call, CallInput.ARGS_COMPLETE, out)
-        if call.machine.state is CallState.ARGS_COMPLETE:
+        if call.machine.state is OPEN:
+            asm._move(call, ARGS_DONE, out)
+        if call.machine.state is ARGS_COMPLETE:
             latch(asm, call, out, budget)
     asm._set_end("complete", shown_detail(asm, op.detail, op.message, found), out)
 
@@ -107,7 +109,7 @@ def latch(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], budget: Ch
         asm._fail(call, Reason.BUDGET_EXCEEDED.with_detail(f"more than {limit} committed calls in this run"), out)
         return
     call.arguments = verdict.arguments
-    asm._move(call, CallInput.COMMIT, out)
+    asm._move(call, COMMIT, out)
     if call.executor == "client":
         asm._committed_ids.add(call.call_id)
         asm._run_ids.add(call.call_id)  # the same set when the stream stands alone
@@ -178,7 +180,7 @@ def finish_error(asm: Assembler, op: StreamError, out: list[AssemblyEvent]) -> N
 def finish_failed(asm: Assembler, end: StreamEndKind, reason: Reason, detail: str | None, out: list[AssemblyEvent]) -> None:
     """Fail every call not yet terminal with ``reason`` (and ``detail``), then end the stream as ``end``."""
     for call in asm._ordered():
-        if not call.machine.state.terminal:
+        if call.machine.state not in TERMINAL_STATES:
             call.diagnosis = call.cut_off(end)
             asm._fail(call, reason.with_detail(detail), out)
     asm._set_end(end, detail, out)
@@ -188,9 +190,9 @@ def finish_cancelled(asm: Assembler, op: Cancel, out: list[AssemblyEvent]) -> No
     """The consumer cancelled the stream: every call not yet terminal becomes CANCELLED."""
     detail = op.detail
     for call in asm._ordered():
-        if not call.machine.state.terminal:
+        if call.machine.state not in TERMINAL_STATES:
             call.reason = Reason.CANCELLED.with_detail(detail)
             call.diagnosis = call.cut_off("cancelled")  # what the buffer held: offsets and token classes only
             call.buffer = None
-            asm._move(call, CallInput.CANCEL, out)
+            asm._move(call, CANCEL, out)
     asm._set_end("cancelled", detail, out)
