@@ -181,8 +181,10 @@ class Pipeline:
         out: list[AssemblyEvent] = []
         if not current.ended:  # an adapter's own end-of-input verdict, unless the stream already ended
             out.extend(self._apply_all(self._adapter.close()))
-        if not all(stream.ended for stream in self._streams):
-            out.extend(self._end_every_stream(StreamTruncated("input ended")))
+        for stream in self._streams:
+            if not stream.ended:
+                out.extend(self._end_every_stream(StreamTruncated("input ended")))
+                break
         self._closed, self._hot = True, None
         return out
 

@@ -47,7 +47,8 @@ def finish_complete(asm: Assembler, op: StreamEnd, out: list[AssemblyEvent]) -> 
     found = holders(asm, op.detail, op.words)  # before the latch releases the buffers
     calls = asm._ordered()
     shared = shared_ids(calls)  # a tool_call_id carried by more than one client call
-    budget = CheckBudget()  # the schema checks of all the calls latched here, together
+    # the schema checks of all the calls latched here, together (no registry: no schema check)
+    budget = CheckBudget() if asm.registry is not None else None
     for call in calls:
         if shared and call.call_id in shared and call.machine.state not in TERMINAL_STATES:
             if call.call_id in asm._run_ids:

@@ -44,6 +44,8 @@ from toollatch.wire.ssefast import FastSSEDecoder
 from toollatch.wire.untrusted import json_problem
 
 _GZIP = b"\x1f\x8b"
+#: A head whose first byte is one of these may begin with blank bytes (``_BLANK``'s first bytes).
+_BLANK_FIRST = frozenset(bytes([b]) for b in _BLANK)
 #: Largest piece of inflated output produced per step (keeps each step's memory small).
 _INFLATE_STEP = 256 * 1024
 
@@ -133,8 +135,10 @@ class PushDecoder:
         """Pick the framing from the head held so far; False: read more first (the rules of
         :func:`toollatch.wire.capture.iter_capture`, HTTP heads skipped, gzip added)."""
         head = self._head
+        # the head without its leading blank bytes, copied only when it has some
+        body = head if head[:1] not in _BLANK_FIRST else head.lstrip(_BLANK)
         if not final:
-            if not (head[:1] == b"\x00" or head.startswith(_GZIP) or (len(head) >= _PRELUDE and head.lstrip(_BLANK))):
+            if not (head[:1] == b"\x00" or head.startswith(_GZIP) or (len(head) >= _PRELUDE and body)):
                 if len(head) < BLANK_HEAD_LIMIT:
                     return False
                 # That many blank bytes and nothing else: SSE (blank lines), decided now, so
@@ -145,6 +149,7 @@ class PushDecoder:
                 self._skipped += cut
                 self._lines += head[:cut].count(b"\n")
                 self._head = head = rest
+                body = head if head[:1] not in _BLANK_FIRST else head.lstrip(_BLANK)
                 if not done:
                     return False
         if head.startswith(_GZIP):
@@ -154,10 +159,10 @@ class PushDecoder:
         elif is_eventstream(head):
             self._mode = "eventstream"
             self._frames = _EventStreamReader(self.name, self.scrub)
-        elif head.lstrip(_BLANK).startswith(b"["):
+        elif body.startswith(b"["):
             self._mode = "array"
             self._array = ArrayReader(self.name, self._skipped, self.scrub)
-        elif head.lstrip(_BLANK).startswith(b"{"):
+        elif body.startswith(b"{"):
             self._mode = "jsonl"
             self._jsonl_line, self._jsonl_offset = self._lines, self._skipped
         else:
