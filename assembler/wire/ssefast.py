@@ -8,7 +8,9 @@ the inherited WHATWG decoder at the event boundary where it begins: a CR anywher
 read (CR or CRLF line ends), a BOM or a read at the very start that could begin one, a
 comment, ``id:``, ``retry:`` or any other field, a field without colon, several ``data:``
 lines, ``data:`` before ``event:``, bytes that are not UTF-8, a read that ends inside an
-event (the rest of that event and the boundary after it are read by the full decoder too).
+event (the rest of that event and the boundary after it are read by the full decoder too),
+except a read that ends with one whole ``data:`` line (an input cut before its last blank
+line): that line is read here, its event left pending as the full decoder leaves it.
 
 The results are those of :class:`~toollatch.wire.sse.SSEDecoder` for every input and every
 split of it: the same events (framing notes and comment counts included), positions,
@@ -56,7 +58,8 @@ class FastSSEDecoder(SSEDecoder):
             # reads up to the blank line that ends it, then the fast path goes on if it can
             blank = chunk.find(b"\n\n", pos)
             if blank < 0:
-                events += super().decode(chunk[pos:])
+                if not self._last_data_line(chunk, pos):
+                    events += super().decode(chunk[pos:])
                 break
             events += super().decode(chunk[pos : blank + 2])
             pos = blank + 2
@@ -65,6 +68,23 @@ class FastSSEDecoder(SSEDecoder):
     def _idle(self) -> bool:
         """True at an event boundary with nothing carried to the next event."""
         return not self._parts and self._first is None and not self._skip_lf and not self._framing and not self._comments
+
+    def _last_data_line(self, chunk: bytes, pos: int) -> bool:
+        """Read ``chunk[pos:]`` when it is one whole ``data:`` line and nothing else (a read, or
+        an input, that ends before the blank line after it), the full decoder idle: its event is
+        left pending as the full decoder leaves it. False, nothing read, for anything else."""
+        if not self._idle() or chunk.find(b"\n", pos) != len(chunk) - 1 or not chunk.startswith(b"data:", pos):
+            return False
+        try:
+            line = chunk[pos:-1].decode()
+        except UnicodeDecodeError:  # the full decoder replaces it and says so
+            return False
+        self._bytes_read += len(chunk) - pos
+        self._lines_read += 1
+        self._first = (self._lines_read, self._line_start)
+        self._data.append(line[6:] if line[5:6] == " " else line[5:])
+        self._line_start = self._bytes_read
+        return True
 
     def _plain(self, chunk: bytes, pos: int, end: int, events: list[SSEEvent]) -> int:
         """Append the plain events from ``pos`` (an event boundary, the full decoder idle)
