@@ -255,7 +255,8 @@ class Cancel:
     detail: str | None = None
 
     def __post_init__(self) -> None:
-        _escaped_detail(self)
+        if self.detail and not self.detail.isascii():  # ASCII: nothing to escape
+            _escaped_detail(self)
 
 
 @dataclass(slots=True)
