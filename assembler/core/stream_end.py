@@ -22,6 +22,7 @@ from toollatch.core.calls import CallRecord, shared_ids
 from toollatch.core.finalize import Verdict, check_arguments
 from toollatch.core.model import (
     ARGS_COMPLETE,
+    COMMITTED,
     OPEN,
     TERMINAL_STATES,
     Cancel,
@@ -133,7 +134,7 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
     buffered argument text holds it. Reads each buffer once per word: linear."""
     if not detail or not words:
         return {}
-    calls = [call for call in asm._ordered() if (call.buffer or call.whole_arguments) and call.machine.state is not CallState.COMMITTED]
+    calls = [call for call in asm._ordered() if (call.buffer or call.whole_arguments) and call.machine.state is not COMMITTED]
     found: dict[str, list[CallRecord]] = {}
     for word in dict.fromkeys(words):
         if word and word in detail:
@@ -149,7 +150,7 @@ def guard_words(detail: str | None, found: dict[str, list[CallRecord]]) -> tuple
     commit holds hidden by its length: such a word could be the arguments leaking out
     through the provider's reason field. Returns the detail and the words hidden (kept for
     *Reveal*)."""
-    hide = [w for w, calls in found.items() if any(c.machine.state is not CallState.COMMITTED for c in calls)]
+    hide = [w for w, calls in found.items() if any(c.machine.state is not COMMITTED for c in calls)]
     for word in sorted(hide, key=len, reverse=True):
         detail = detail.replace(word, hidden(word)) if detail else detail
     return detail, hide
