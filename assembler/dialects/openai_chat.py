@@ -102,8 +102,9 @@ class OpenAIChatAdapter:
 
     def _plain(self, choice: dict[str, Any], ops: list[Op]) -> bool:
         """The two most common chunks, in one step, for an open choice already seen: one more
-        argument fragment for a bound index (its delta's text and ``role`` beside it too), or text (``content``, ``reasoning``...) with no
-        tool call, no ``role`` and no ``finish_reason``. ``choice`` has only the keys of
+        argument fragment for a bound index (text and a repeated ``role`` may stand beside
+        it), or text (``content``, ``reasoning``...) with no tool call, no ``role`` and no
+        ``finish_reason``. ``choice`` has only the keys of
         :data:`_PLAIN_CHOICE`. False: not such a chunk, nothing done."""
         if choice.get("finish_reason"):
             return False
