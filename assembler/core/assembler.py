@@ -194,7 +194,8 @@ class Assembler:
             raise TypeError(f"Assembler.apply takes an op (toollatch.core.model.Op), not {kind.__qualname__}")
         if not self.began:
             self.began = True
-            self._emit(out, "stream_start")
+            if self.emit_events:
+                self._emit(out, "stream_start")
         if kind is StreamStart:
             return out
         if self._end is not None:
@@ -311,11 +312,12 @@ class Assembler:
         if len(self._calls) > 1:
             keep_one_record_per_id(self._calls.values(), by_key=self.config.finalize_order != "arrival")
         self._end, self._end_detail = end, detail
-        self._emit(out, "stream_end", end=end, detail=detail)
+        if self.emit_events:
+            self._emit(out, "stream_end", end=end, detail=detail)
 
     def _quirk(self, name: str, out: list[AssemblyEvent]) -> None:
-        self._quirks[name] = self._quirks.get(name, 0) + 1
-        if self._quirks[name] == 1:
+        count = self._quirks[name] = self._quirks.get(name, 0) + 1
+        if count == 1 and self.emit_events:
             self._emit(out, "quirk", detail=name)
 
     def take_progress(self) -> list[AssemblyEvent]:

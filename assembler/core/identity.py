@@ -54,7 +54,8 @@ def start(asm: Assembler, op: CallStart, out: list[AssemblyEvent]) -> None:
     asm._in_flight += 1
     call.last_activity = asm._now()
     call.transitions.append(Transition(OPEN, call.last_activity))
-    asm._emit(out, "call_opened", call)
+    if asm.emit_events:
+        asm._emit(out, "call_opened", call)
     if in_flight >= asm.config.max_tool_calls_in_flight_assemble:
         limit = asm.config.max_tool_calls_in_flight_assemble
         asm._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)

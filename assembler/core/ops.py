@@ -76,7 +76,7 @@ class StreamStart:
 
     def __post_init__(self) -> None:
         for k, v in self.meta.items():
-            if isinstance(v, str):
+            if isinstance(v, str) and not v.isascii():  # ASCII: nothing to escape
                 self.meta[k] = escape_surrogates(v)
 
 
