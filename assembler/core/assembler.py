@@ -182,7 +182,7 @@ class Assembler:
             self._fragment(op, out)  # type: ignore[arg-type]
             return out
         if kind is Quirk:
-            self._quirk(op.name, out)  # type: ignore[union-attr]
+            self._quirk(op.name, out, op.count)  # type: ignore[union-attr]
             return out
         if kind not in _HANDLERS and kind is not StreamStart:
             raise TypeError(f"Assembler.apply takes an op (toollatch.core.model.Op), not {kind.__qualname__}")
@@ -307,9 +307,10 @@ class Assembler:
         self._end, self._end_detail = end, detail
         self._emit(out, "stream_end", end=end, detail=detail)
 
-    def _quirk(self, name: str, out: list[AssemblyEvent]) -> None:
-        self._quirks[name] = self._quirks.get(name, 0) + 1
-        if self._quirks[name] == 1:
+    def _quirk(self, name: str, out: list[AssemblyEvent], count: int = 1) -> None:
+        seen = self._quirks.get(name, 0)
+        self._quirks[name] = seen + count
+        if not seen:
             self._emit(out, "quirk", detail=name)
 
     def take_progress(self) -> list[AssemblyEvent]:
