@@ -177,9 +177,15 @@ def proxied(client: httpx.Client, base: str, upstream: Upstream, tools: list[dic
         deadline = time.monotonic() + 300
         while (doc := client.get(f"{base}/api/sessions/{s['id']}").json())["status"] == "playing" and time.monotonic() < deadline:
             time.sleep(0.05)
-        for c in doc["calls"]:
-            reason = (c["reason"] or c["state"]).split(":")[0]
-            reasons[reason] = reasons.get(reason, 0) + 1
+        offset = 0
+        while True:  # the session document is paged by call: every page, one request each
+            for c in doc["calls"]:
+                reason = (c["reason"] or c["state"]).split(":")[0]
+                reasons[reason] = reasons.get(reason, 0) + 1
+            offset += len(doc["calls"])
+            if not doc["calls"] or offset >= doc["page"]["total"]:
+                break
+            doc = client.get(f"{base}/api/sessions/{s['id']}", params={"offset": offset, "limit": 5000}).json()
     return "calls: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
 
 

@@ -402,3 +402,24 @@ def test_coalesced_progress_is_dropped_for_a_call_whose_next_event_shows_its_cou
     committed = [e for e in events if e.call is not None and e.call.state is CallState.COMMITTED]
     assert committed and committed[-1].call.bytes == len('{"a":1}')
     assert pipeline.take_progress() == []  # the commit showed the counts: no stale fragment event after it
+
+
+def test_a_run_of_comment_lines_is_one_quirk_op_counting_every_line() -> None:
+    from toollatch.core.model import Quirk
+    from toollatch.core.pipeline import framing_ops
+
+    wire = b":k\n" * 5000 + b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n'
+    events = list(read_capture(wire, "comments.sse"))
+    assert events[0].framing.count("comment_line") == 5000, "still one entry per comment line"
+    ops = framing_ops(events[0].framing)
+    assert [(op.name, op.count) for op in ops if isinstance(op, Quirk)] == [("comment_line", 5000)]
+    (result,) = assemble_events(events)
+    assert result.quirks["comment_line"] == 5000
+
+
+def test_framing_ops_keeps_every_other_note_and_a_mixed_order_entry_by_entry() -> None:
+    from toollatch.core.pipeline import framing_ops
+
+    assert [(op.name, op.count) for op in framing_ops(("comment_line",) * 3 + ("crlf_line_ends",))] == [("comment_line", 3), ("crlf_line_ends", 1)]
+    mixed = ("crlf_line_ends", "comment_line", "comment_line")
+    assert [(op.name, op.count) for op in framing_ops(mixed)] == [(n, 1) for n in mixed]

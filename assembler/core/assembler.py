@@ -188,7 +188,7 @@ class Assembler:
             self._fragment(op, out)  # type: ignore[arg-type]
             return out
         if kind is Quirk:
-            self._quirk(op.name, out)  # type: ignore[union-attr]
+            self._quirk(op.name, out, op.count)  # type: ignore[union-attr]
             return out
         if kind not in _HANDLERS and kind is not StreamStart:
             raise TypeError(f"Assembler.apply takes an op (toollatch.core.model.Op), not {kind.__qualname__}")
@@ -315,9 +315,10 @@ class Assembler:
         if self.emit_events:
             self._emit(out, "stream_end", end=end, detail=detail)
 
-    def _quirk(self, name: str, out: list[AssemblyEvent]) -> None:
-        count = self._quirks[name] = self._quirks.get(name, 0) + 1
-        if count == 1 and self.emit_events:
+    def _quirk(self, name: str, out: list[AssemblyEvent], count: int = 1) -> None:
+        seen = self._quirks.get(name, 0)
+        self._quirks[name] = seen + count
+        if not seen and self.emit_events:
             self._emit(out, "quirk", detail=name)
 
     def take_progress(self) -> list[AssemblyEvent]:

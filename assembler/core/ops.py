@@ -261,9 +261,12 @@ class Cancel:
 
 @dataclass(slots=True)
 class Quirk:
-    """A provider or gateway deviation met in the stream (recorded, never fatal)."""
+    """A provider or gateway deviation met in the stream (recorded, never fatal);
+    ``count``: how many times it was met (one op for a run of the same deviation, e.g.
+    thousands of SSE comment lines before one event)."""
 
     name: str
+    count: int = 1
 
     def __post_init__(self) -> None:
         name = self.name

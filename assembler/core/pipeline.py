@@ -28,6 +28,18 @@ DETECTION_WINDOW = 64
 ADAPTER_FAULTS = (TypeError, ValueError, KeyError, AttributeError, IndexError, RecursionError)
 
 
+def framing_ops(framing: tuple[str, ...]) -> list[Op]:
+    """The :class:`~toollatch.core.model.Quirk` ops of an event's framing notes: one per
+    entry, except that a leading run of ``comment_line`` entries (one per SSE comment line:
+    :func:`toollatch.wire.capture.sse_framing` puts them first) becomes one op counting
+    them, found with two C-level scans: an event after millions of keep-alive comments costs
+    a few milliseconds, not an op per comment."""
+    repeated = framing.count("comment_line") if len(framing) > 2 else 0
+    if repeated > 1 and "comment_line" not in framing[repeated:]:  # every one in the leading run
+        return [Quirk("comment_line", repeated), *(Quirk(name) for name in framing[repeated:])]
+    return [Quirk(name) for name in framing]
+
+
 class Pipeline:
     """Assembles every stream of one input.
 
@@ -244,7 +256,7 @@ class Pipeline:
         """The ops ``event`` means: its framing quirks, then the adapter's ops (or the
         stream error of an unreadable or uninterpretable event)."""
         assert self._adapter is not None
-        framing: list[Op] = [Quirk(name) for name in event.framing] if event.framing else []
+        framing: list[Op] = framing_ops(event.framing) if event.framing else []
         if event.error is not None:
             return [*framing, StreamError(event.error)]
         if event.data is None:  # a framing note only (truncated_frame): nothing for the adapter

@@ -97,9 +97,12 @@ def _where(name: str, line: int, offset: int) -> str:
 def sse_framing(ev: SSEEvent) -> tuple[str, ...]:
     """An SSE event's framing deviations as :attr:`ProviderEvent.framing` holds them: each
     name once, sorted, except ``comment_line``, once per comment line (a quirk is counted
-    per entry)."""
+    per entry), all of those first (``comment_line`` sorts first of the names anyway), so
+    the pipeline takes a run of them as one op (:func:`toollatch.core.pipeline.framing_ops`)."""
     names = tuple(sorted(ev.framing))
-    return names + ("comment_line",) * (ev.comment_lines - 1) if ev.comment_lines > 1 else names
+    if ev.comment_lines <= 1:
+        return names
+    return ("comment_line",) * ev.comment_lines + tuple(n for n in names if n != "comment_line")
 
 
 def _parse_payload(

@@ -46,7 +46,7 @@ from toollatch.web.live.source import (  # noqa: F401  (re-exported: callers imp
     streams_by_endpoint,
     usable_registry,
 )
-from toollatch.web.replay.session import Session, Status
+from toollatch.web.replay.session import CALLS_PAGE, Session, Status
 
 log = logging.getLogger("toollatch.web")
 
@@ -336,8 +336,8 @@ class LiveSession(Session):
 
     # ------------------------------------------------------------------ JSON
 
-    def to_json(self) -> dict[str, Any]:
-        doc = super().to_json()
+    def to_json(self, offset: int = 0, limit: int = CALLS_PAGE) -> dict[str, Any]:
+        doc = super().to_json(offset, limit)
         doc["live"] = {"end": self.end_kind, "elapsed_s": round(time.monotonic() - self._t0, 3), **self.live_source.meta()}
         if self.live_source.registry_error is not None:
             doc["registry"] = f"not checked: the request's tools could not be used as a registry ({self.live_source.registry_error})"

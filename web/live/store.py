@@ -190,7 +190,9 @@ class LiveSessionStore(SessionStore):
         except Exception as exc:  # never a 500, never the bytes: the (empty) reproducer is kept
             log.error("session %s: recording not checked (%s)", session.id, type(exc).__name__)
             reading = Reading(False, session.echoed_secret or bool(secrets), b"")
-        prepared = prepare_recording(session, forwarded_secrets, reading)
+        # The session has ended (nothing changes it now): its summary walks every call, so
+        # it is prepared in a worker thread, like the write.
+        prepared = await asyncio.to_thread(prepare_recording, session, forwarded_secrets, reading)
         try:
             session.live_source.recording = await asyncio.to_thread(prepared.write, self.recordings)
             session.live_source.recording_download = prepared.meta["download"]

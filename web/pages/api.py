@@ -6,7 +6,10 @@
 session document. A value out of range is refused with ``400`` and a message naming the
 range (the HTML forms clamp it instead, with a notice: :mod:`toollatch.web.replay.controls`).
 
-A session document also carries ``summary`` (one line once the session is over, else
+A session document is paged by call (``?offset=&limit=``, defaults 0 and
+:data:`~toollatch.web.replay.session.CALLS_PAGE`, at most
+:data:`~toollatch.web.replay.session.MAX_CALLS_PAGE`; ``page`` holds the totals:
+:meth:`~toollatch.web.replay.session.Session.to_json`). A session document also carries ``summary`` (one line once the session is over, else
 null: :func:`~toollatch.web.pages.summary.session_summary`) and ``delivery``: renders so far and, per WebSocket viewer,
 frames offered, sent, dropped (progress only) and full-state resyncs. Session documents
 hold committed arguments, so they are sent as :class:`DocumentResponse` (any nesting depth).
@@ -25,6 +28,7 @@ from toollatch.wire.untrusted import parse_json
 
 from toollatch.web.bodies import read_capped
 from toollatch.web.replay.runner import MAX_RATE, MIN_RATE, SessionStore
+from toollatch.web.replay.session import CALLS_PAGE, MAX_CALLS_PAGE
 from toollatch.web.settings import FULL_SPEED, Settings, parse_speed
 from toollatch.web.triage.sources import SourceError, capture_list, demo_list, load_capture, load_demo
 from toollatch.web.pages.summary import session_summary
@@ -42,6 +46,24 @@ class DocumentResponse(JSONResponse):
 
 #: Largest ``POST /sessions`` body: a few small fields.
 MAX_CREATE_BYTES = 1024 * 1024
+
+
+def page_params(request: Request) -> tuple[int, int]:
+    """``offset`` and ``limit`` of a session document's page of calls (query parameters,
+    whole numbers; defaults 0 and :data:`~toollatch.web.replay.session.CALLS_PAGE`);
+    :class:`ValueError` naming the parameter and its range when one is not a whole number
+    in range."""
+    values = []
+    for name, default, low, high in (("offset", 0, 0, None), ("limit", CALLS_PAGE, 1, MAX_CALLS_PAGE)):
+        raw = request.query_params.get(name)
+        if raw is None:
+            values.append(default)
+            continue
+        if not raw.isdigit() or int(raw) < low or (high is not None and int(raw) > high):
+            top = f" to {high}" if high is not None else " or more"
+            raise ValueError(f"{name} must be a whole number from {low}{top}")
+        values.append(int(raw))
+    return values[0], values[1]
 
 
 def build_router(settings: Settings, store: SessionStore) -> APIRouter:
@@ -82,9 +104,13 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
         found = store.get(sid)
         if found is None:
             return JSONResponse({"error": f"no session {sid!r}"}, status_code=404)
+        try:
+            offset, limit = page_params(request)
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
         await session_timing(found)  # in a thread (a timed pass); to_json carries it as "timing"
         triage = await session_triage(found, request.app.state.sources)  # diagnoses, naive lane, exports
-        doc = {**found.to_json(), "summary": session_summary(found), "watchers": store.watchers(found), "delivery": store.delivery(found), "triage": triage}
+        doc = {**found.to_json(offset, limit), "summary": session_summary(found), "watchers": store.watchers(found), "delivery": store.delivery(found), "triage": triage}
         return DocumentResponse(doc)
 
     @router.post("/sessions")

@@ -51,7 +51,8 @@ def session_summary(session: Session) -> str | None:
     parts: list[str] = []
     failed = [card for card in cards if card.view.state is CallState.FAILED]
     if failed:
-        reasons = list(dict.fromkeys(short_reason(card.view.reason) for card in failed))
+        # distinct reason strings first: 100,000 calls failed alike are one short_reason
+        reasons = list(dict.fromkeys(short_reason(reason) for reason in dict.fromkeys(card.view.reason for card in failed)))
         named = "; ".join(reasons[:MAX_REASONS]) + (f"; and {len(reasons) - MAX_REASONS} more" if len(reasons) > MAX_REASONS else "")
         parts.append(f"{len(failed)} of {total} {calls} FAILED: {named}")
     for state in (CallState.CANCELLED, CallState.COMMITTED):

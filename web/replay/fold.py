@@ -58,6 +58,10 @@ def fold_event(session: Session, event: AssemblyEvent) -> None:
             return  # e.g. a fragment while its counts are withheld: nothing to send
         was, old_id = card.view.state, card.view.call_id
     card.view = view
+    if view.state is not was:
+        session._states[view.state] += 1
+        if was is not None:
+            session._states[was] -= 1
     session.pending.cards.add(cid)
     if view.state is not was:
         session.pending.transitions.add(cid)

@@ -19,6 +19,7 @@ to event ``n - 1`` rebuilds the very same state.
 from __future__ import annotations
 
 import enum
+from collections import Counter
 import itertools
 import logging
 import math
@@ -28,7 +29,8 @@ from typing import Any
 
 from toollatch.wire.capture import CaptureError, ProviderEvent
 from toollatch.core.config import AssembleConfig
-from toollatch.core.model import ToolResult
+from toollatch.core.calls import owed_results
+from toollatch.core.model import CallOutcome, CallState, StreamResult, ToolResult
 from toollatch.observe.metrics import Metrics
 from toollatch.core.pipeline import Pipeline
 from toollatch.redaction.redact import AssemblyEvent, CallView, hide_open_progress, hide_progress
@@ -45,6 +47,10 @@ log = logging.getLogger("toollatch.web")
 #: Creation numbers: every session takes the next one, so a larger ``seq`` is a newer session
 #: whatever was evicted meanwhile (session ids are random).
 _CREATED = itertools.count(1)
+#: Calls in one page of a session's JSON twin unless asked otherwise (:meth:`Session.to_json`).
+CALLS_PAGE = 1000
+#: The most calls one page may hold.
+MAX_CALLS_PAGE = 5000
 #: Slices of input (:data:`~toollatch.web.triage.sources.REPLAY_SLICE` bytes) one sliced step reads at most
 #: while it feeds events; one, when it has fed none.
 SLICES_PER_STEP = 4
@@ -112,6 +118,7 @@ class Session:
         )
         self.cards: dict[str, Card] = {}
         self._ordered: list[Card] = []  # the cards in provider order, kept sorted as they appear
+        self._states: Counter[CallState] = Counter()  # calls per state (state_counts)
         self._owed = OwedResults(self.config.finalize_order == "arrival")
         self.ends: dict[int, EndState] = {}
         self.verdicts: list[Verdict] = []
@@ -339,7 +346,7 @@ class Session:
 
     # ------------------------------------------------------------------ JSON
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, offset: int = 0, limit: int = CALLS_PAGE) -> dict[str, Any]:
         """The session's JSON twin: meta, stream documents and redacted call views.
 
         ``streams`` holds one ``toollatch assemble --json`` stream document per stream so
@@ -347,8 +354,21 @@ class Session:
         ``mask_values`` is on), and its ``bytes`` and
         ``fragments`` only once it has its verdict when ``ui_forward_partial_args`` is false
         (``forward_progress``).
+
+        Paged by call: ``calls`` holds the views of the calls ``offset`` … ``offset + limit -
+        1`` in provider order (counted over every stream), and each stream document holds the
+        calls of that window only, with the error results those calls are owed; ``page``
+        says ``offset``, ``limit``, ``total`` (calls in the session) and ``states`` (calls per
+        state, over all of them). A session of at most ``limit`` calls is one page, its
+        documents whole. The work per request is bounded by ``limit`` calls, not by the
+        session's size (a stream of 100,000 calls). ``offset`` and ``limit`` are clamped to
+        0 … total and 1 … :data:`MAX_CALLS_PAGE`.
         """
-        streams = self.pipeline.results()
+        total = len(self._ordered)
+        limit = max(1, min(MAX_CALLS_PAGE, limit))
+        offset = max(0, min(total, offset))
+        window = self._ordered[offset : offset + limit]
+        streams = self.pipeline.results() if offset == 0 and total <= limit else self._page_results(window)
         if not self.forward_progress:
             streams = [hide_open_progress(r) for r in streams]
         return {
@@ -369,6 +389,32 @@ class Session:
             "quirks": [{"quirk": name, "count": count} for name, count in self.quirk_counts().items()],
             "mask_values": self.mask_values,
             "streams": hide_stream_documents([r.to_json() for r in streams]) if self.mask_values else [r.to_json() for r in streams],
-            "calls": [{"stream": c.stream, **c.view.to_json()} for c in self.ordered_cards],
-            "verdicts": [v.text for v in self.verdicts],
+            "calls": [{"stream": c.stream, **c.view.to_json()} for c in window],
+            "page": {"offset": offset, "limit": limit, "total": total, "states": self.state_counts()},
+            "verdicts": [v.text for v in self.verdicts[-MAX_CALLS_PAGE:]],  # the latest ones
         }
+
+    def state_counts(self) -> dict[str, int]:
+        """Calls per state (``{"failed": 99968, "committed": 32}``), over every call so far;
+        kept as cards change (:func:`~toollatch.web.replay.fold.fold_event`), so reading it
+        costs nothing per call."""
+        return {state.value: count for state, count in self._states.items() if count}
+
+    def _page_results(self, window: list[Card]) -> list[StreamResult]:
+        """Stream results holding the calls of ``window`` only (every stream is listed, its
+        quirks and end whole), with the error results those calls are owed."""
+        committed = set(self.pipeline.committed_ids)
+        streams = self.pipeline.streams
+        wanted: dict[int, list[CallOutcome]] = {}
+        for card in window:
+            if card.stream < len(streams):
+                outcome = streams[card.stream].outcome(card.view.key)
+                if outcome is not None:
+                    wanted.setdefault(card.stream, []).append(outcome)
+        out = []
+        for index, stream in enumerate(streams):
+            calls = wanted.get(index, [])
+            end = self.ends.get(index)
+            detail = end.detail if end is not None and stream.end is not None else None
+            out.append(StreamResult(stream.dialect, stream.end, detail, calls, owed_results(calls, committed), stream.quirks))
+        return out

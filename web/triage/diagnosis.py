@@ -20,7 +20,7 @@ import asyncio
 import itertools
 import logging
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,7 +32,7 @@ from toollatch.core.pipeline import Pipeline
 from toollatch.web.triage import breakpoint
 from toollatch.web.pages import glossary
 from toollatch.web.mask_values import hide_values
-from toollatch.web.replay.session import Card, Session
+from toollatch.web.replay.session import CALLS_PAGE, Card, Session
 from toollatch.web.triage.sources import LoadedSource, iter_events
 from toollatch.web.triage.bulk import is_blank  # after the rest: a whole-input check in pieces
 
@@ -43,6 +43,9 @@ log = logging.getLogger("toollatch.web")
 REVEALABLE = ("upload", "capture")
 #: Failed calls per session for which the break context is recovered.
 MAX_CONTEXTS = 24
+#: Calls failed for a reason without a text diagnosis listed by name in the triage view (a
+#: stream of 100,000 calls failed ``too_many_tool_calls`` lists these, and counts the rest).
+MAX_OTHER_FAILURES = 200
 
 STRATEGIES = glossary.STRATEGIES  # what each naive strategy does, in plain words
 
@@ -216,16 +219,25 @@ def card_diagnosis(session: Session, card: Card) -> dict[str, Any] | None:
 # ------------------------------------------------------------------ the triage view
 
 
-def _compute(source: LoadedSource, dialect: str | None, position: int, results: list[StreamResult], done: bool, reveal: bool) -> dict[str, Any]:
-    """The triage view of a replay state (runs in a worker thread)."""
+def _compute(
+    source: LoadedSource, dialect: str | None, position: int, results: list[StreamResult] | Callable[[], list[StreamResult]], done: bool, reveal: bool
+) -> dict[str, Any]:
+    """The triage view of a replay state (runs in a worker thread). ``other_failures`` lists
+    at most :data:`MAX_OTHER_FAILURES` calls; ``other_failures_total`` counts them all."""
+    if callable(results):
+        results = results()
     events = Events(source, position)
     diagnoses: list[dict[str, Any]] = []
     others: list[dict[str, Any]] = []  # failed for a reason that has no text diagnosis
+    other_total = 0
     for stream, result in enumerate(results):
         for call in result.calls:
             if call.state is not CallState.FAILED:
                 continue
             if not call.diagnosis:
+                other_total += 1
+                if len(others) >= MAX_OTHER_FAILURES:
+                    continue
                 others.append({"stream": stream, "call_id": call.call_id, "name": call.name, "reason": (call.reason or "").split(":", 1)[0]})
                 continue
             entry: dict[str, Any] = {
@@ -258,7 +270,7 @@ def _compute(source: LoadedSource, dialect: str | None, position: int, results: 
                 "The naive-client lane is unavailable for this stream: a provider event has a shape "
                 f"the naive strategies cannot read ({type(exc).__name__})."
             )
-    return {"diagnoses": diagnoses, "other_failures": others, "naive_lane": lane, "naive_lane_error": lane_error}
+    return {"diagnoses": diagnoses, "other_failures": others, "other_failures_total": other_total, "naive_lane": lane, "naive_lane_error": lane_error}
 
 
 def _add_context(entry: dict[str, Any], events: Events, dialect: str, stream: int, call: CallOutcome, reveal: bool) -> None:
@@ -278,6 +290,27 @@ def _lane_row(action: NaiveAction) -> dict[str, Any]:
     doc = action.to_json()
     doc["description"] = STRATEGIES.get(action.strategy, action.strategy)
     return doc
+
+
+def _results_for_view(session: Session, done: bool) -> list[StreamResult] | Callable[[], list[StreamResult]]:
+    """What :func:`_compute` reads: the stream results of an ended session as a function
+    (built in the worker thread: they no longer change), a snapshot taken now of a running
+    one of at most :data:`~toollatch.web.replay.session.CALLS_PAGE` calls, and none of a
+    larger running one (its diagnoses come once it ends: no request builds 100,000 call
+    records on the event loop)."""
+    if done:
+        return session.pipeline.results
+    return session.pipeline.results() if len(session.cards) <= CALLS_PAGE else []
+
+
+def stream_ends(session: Session) -> list[StreamResult]:
+    """Each stream's end and end detail, as stream results without calls (all that
+    :func:`truncation` reads): constant work per stream."""
+    out = []
+    for index, stream in enumerate(session.pipeline.streams):
+        end = session.ends.get(index)
+        out.append(StreamResult(stream.dialect, stream.end, end.detail if end is not None else None, [], [], {}))
+    return out
 
 
 def truncation(session: Session, results: list[StreamResult], stored_meta: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -302,7 +335,12 @@ def provider_messages(session: Session, reveal: bool) -> list[dict[str, Any]]:
     return out
 
 
-async def _compute_safely(session: Session, results: list[StreamResult], done: bool, reveal: bool) -> dict[str, Any]:
+async def _compute_safely(
+    session: Session, results: list[StreamResult] | Callable[[], list[StreamResult]], done: bool, reveal: bool
+) -> dict[str, Any]:
+    """:func:`_compute` in a worker thread; ``results`` may be a function giving them (the
+    stream results of a session that has ended, which no longer change: worked out in the
+    thread too, so a session of 100,000 calls never builds them on the event loop)."""
     try:
         return await asyncio.to_thread(_compute, session.source, session.pipeline.dialect, session.position, results, done, reveal)
     except Exception as exc:  # never a 500: the lane and contexts are extras
@@ -327,7 +365,6 @@ def prewarm(session: Session) -> None:
 
 async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """The triage panel's data and the ``triage`` member of the session's JSON twin."""
-    results = session.pipeline.results()
     done = session.status.done
     panel_state = session.triage_state  # taken before the await: the state this view shows
     reveal = revealed(session)
@@ -340,7 +377,7 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
         stale = cache.running is None or cache.running.cancelled() or cache.running.get_loop() is not loop
         if stale or cache.running_state != state:  # a prewarm cancelled with its loop is worked out again
             cache.running_state = state
-            cache.running = asyncio.ensure_future(_compute_safely(session, results, done, reveal))
+            cache.running = asyncio.ensure_future(_compute_safely(session, _results_for_view(session, done), done, reveal))
         running = cache.running
         try:
             computed = await asyncio.shield(running)
@@ -348,13 +385,13 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
             current = asyncio.current_task()
             if not running.cancelled() or (current is not None and current.cancelling()):
                 raise  # this request was cancelled, not the shared work
-            computed = await _compute_safely(session, results, done, reveal)
+            computed = await _compute_safely(session, _results_for_view(session, done), done, reveal)
         if cache.running is running:
             cache.running = None
         cache.state, cache.view = state, computed
     # Ended without a stream (an upstream HTTP error, a connect failure): say what happened
     # and offer nothing that would have no stream to work on.
-    failure = session.error if done and session.error and not results else None
+    failure = session.error if done and session.error and not session.pipeline.streams else None
     shown = cache.view
     if session.mask_values and shown.get("naive_lane"):
         lane = [{**a, "arguments": hide_values(a["arguments"])} if a.get("arguments") is not None else a for a in shown["naive_lane"]]
@@ -365,7 +402,7 @@ async def view(session: Session, stored_meta: dict[str, Any] | None = None) -> d
         "ready": done,
         "state": panel_state,
         "status": session.status.value,
-        "truncated": truncation(session, results, stored_meta),
+        "truncated": truncation(session, stream_ends(session), stored_meta),
         "reveal": {"allowed": reveal_allowed(session), "on": reveal},
         "provider_messages": provider_messages(session, reveal),
         "permalink": f"/sources/{stored}" if (stored := getattr(session.source, "stored_id", None)) else None,
