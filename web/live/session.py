@@ -46,7 +46,8 @@ from toollatch.web.live.source import (  # noqa: F401  (re-exported: callers imp
     streams_by_endpoint,
     usable_registry,
 )
-from toollatch.web.replay.session import CALLS_PAGE, Session, Status
+from toollatch.web.replay.paging import CALLS_PAGE
+from toollatch.web.replay.session import Session, Status
 
 log = logging.getLogger("toollatch.web")
 

@@ -7,8 +7,8 @@ session document. A value out of range is refused with ``400`` and a message nam
 range (the HTML forms clamp it instead, with a notice: :mod:`toollatch.web.replay.controls`).
 
 A session document is paged by call (``?offset=&limit=``, defaults 0 and
-:data:`~toollatch.web.replay.session.CALLS_PAGE`, at most
-:data:`~toollatch.web.replay.session.MAX_CALLS_PAGE`; ``page`` holds the totals:
+:data:`~toollatch.web.replay.paging.CALLS_PAGE`, at most
+:data:`~toollatch.web.replay.paging.MAX_CALLS_PAGE`; ``page`` holds the totals:
 :meth:`~toollatch.web.replay.session.Session.to_json`). A session document also carries ``summary`` (one line once the session is over, else
 null: :func:`~toollatch.web.pages.summary.session_summary`) and ``delivery``: renders so far and, per WebSocket viewer,
 frames offered, sent, dropped (progress only) and full-state resyncs. Session documents
@@ -28,7 +28,7 @@ from toollatch.wire.untrusted import parse_json
 
 from toollatch.web.bodies import read_capped
 from toollatch.web.replay.runner import MAX_RATE, MIN_RATE, SessionStore
-from toollatch.web.replay.session import CALLS_PAGE, MAX_CALLS_PAGE
+from toollatch.web.replay.paging import CALLS_PAGE, MAX_CALLS_PAGE
 from toollatch.web.settings import FULL_SPEED, Settings, parse_speed
 from toollatch.web.triage.sources import SourceError, capture_list, demo_list, load_capture, load_demo
 from toollatch.web.pages.summary import session_summary
@@ -50,7 +50,7 @@ MAX_CREATE_BYTES = 1024 * 1024
 
 def page_params(request: Request) -> tuple[int, int]:
     """``offset`` and ``limit`` of a session document's page of calls (query parameters,
-    whole numbers; defaults 0 and :data:`~toollatch.web.replay.session.CALLS_PAGE`);
+    whole numbers; defaults 0 and :data:`~toollatch.web.replay.paging.CALLS_PAGE`);
     :class:`ValueError` naming the parameter and its range when one is not a whole number
     in range."""
     values = []

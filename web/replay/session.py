@@ -29,8 +29,7 @@ from typing import Any
 
 from toollatch.wire.capture import CaptureError, ProviderEvent
 from toollatch.core.config import AssembleConfig
-from toollatch.core.calls import owed_results
-from toollatch.core.model import CallOutcome, CallState, StreamResult, ToolResult
+from toollatch.core.model import CallState, ToolResult
 from toollatch.observe.metrics import Metrics
 from toollatch.core.pipeline import Pipeline
 from toollatch.redaction.redact import AssemblyEvent, CallView, hide_open_progress, hide_progress
@@ -39,6 +38,7 @@ from toollatch.web.pages.cards import Card, Changes, EndState, Verdict
 from toollatch.web.mask_values import hide_stream_documents, mask_by_default
 from toollatch.web.replay.fold import fold_event
 from toollatch.web.replay.owed import OwedResults
+from toollatch.web.replay.paging import CALLS_PAGE, MAX_CALLS_PAGE, page_results
 from toollatch.web.settings import speed_label, speed_value
 from toollatch.web.triage.sources import LoadedSource, Slice
 
@@ -47,10 +47,6 @@ log = logging.getLogger("toollatch.web")
 #: Creation numbers: every session takes the next one, so a larger ``seq`` is a newer session
 #: whatever was evicted meanwhile (session ids are random).
 _CREATED = itertools.count(1)
-#: Calls in one page of a session's JSON twin unless asked otherwise (:meth:`Session.to_json`).
-CALLS_PAGE = 1000
-#: The most calls one page may hold.
-MAX_CALLS_PAGE = 5000
 #: Slices of input (:data:`~toollatch.web.triage.sources.REPLAY_SLICE` bytes) one sliced step reads at most
 #: while it feeds events; one, when it has fed none.
 SLICES_PER_STEP = 4
@@ -368,7 +364,7 @@ class Session:
         limit = max(1, min(MAX_CALLS_PAGE, limit))
         offset = max(0, min(total, offset))
         window = self._ordered[offset : offset + limit]
-        streams = self.pipeline.results() if offset == 0 and total <= limit else self._page_results(window)
+        streams = self.pipeline.results() if offset == 0 and total <= limit else page_results(self.pipeline, self.ends, window)
         if not self.forward_progress:
             streams = [hide_open_progress(r) for r in streams]
         return {
@@ -399,22 +395,3 @@ class Session:
         kept as cards change (:func:`~toollatch.web.replay.fold.fold_event`), so reading it
         costs nothing per call."""
         return {state.value: count for state, count in self._states.items() if count}
-
-    def _page_results(self, window: list[Card]) -> list[StreamResult]:
-        """Stream results holding the calls of ``window`` only (every stream is listed, its
-        quirks and end whole), with the error results those calls are owed."""
-        committed = set(self.pipeline.committed_ids)
-        streams = self.pipeline.streams
-        wanted: dict[int, list[CallOutcome]] = {}
-        for card in window:
-            if card.stream < len(streams):
-                outcome = streams[card.stream].outcome(card.view.key)
-                if outcome is not None:
-                    wanted.setdefault(card.stream, []).append(outcome)
-        out = []
-        for index, stream in enumerate(streams):
-            calls = wanted.get(index, [])
-            end = self.ends.get(index)
-            detail = end.detail if end is not None and stream.end is not None else None
-            out.append(StreamResult(stream.dialect, stream.end, detail, calls, owed_results(calls, committed), stream.quirks))
-        return out

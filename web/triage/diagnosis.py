@@ -32,7 +32,8 @@ from toollatch.core.pipeline import Pipeline
 from toollatch.web.triage import breakpoint
 from toollatch.web.pages import glossary
 from toollatch.web.mask_values import hide_values
-from toollatch.web.replay.session import CALLS_PAGE, Card, Session
+from toollatch.web.replay.paging import CALLS_PAGE
+from toollatch.web.replay.session import Card, Session
 from toollatch.web.triage.sources import LoadedSource, iter_events
 from toollatch.web.triage.bulk import is_blank  # after the rest: a whole-input check in pieces
 
@@ -295,7 +296,7 @@ def _lane_row(action: NaiveAction) -> dict[str, Any]:
 def _results_for_view(session: Session, done: bool) -> list[StreamResult] | Callable[[], list[StreamResult]]:
     """What :func:`_compute` reads: the stream results of an ended session as a function
     (built in the worker thread: they no longer change), a snapshot taken now of a running
-    one of at most :data:`~toollatch.web.replay.session.CALLS_PAGE` calls, and none of a
+    one of at most :data:`~toollatch.web.replay.paging.CALLS_PAGE` calls, and none of a
     larger running one (its diagnoses come once it ends: no request builds 100,000 call
     records on the event loop)."""
     if done:
