@@ -8,7 +8,7 @@ backtracks catastrophically on the call's arguments (through the proxy), a large
 (through the proxy), a non-streaming ``chat.completion`` body holding 100,000 tool calls and
 one SSE event holding as many (through the proxy), uploads of 20 and 50 MiB of blank lines before one event, of comment
 lines, of one huge line and of deeply nested JSON, and a 500 MiB chunked POST to the proxy.
-Meanwhile a thread sends a tiny request (``GET /api/live``) every 5 ms on its own connection
+Meanwhile a process of its own sends a tiny request (``GET /api/live``) every 5 ms on its own connection
 and times each answer: the slowest answer bounds the longest the event loop was held. The
 server's resident memory (``VmRSS`` from ``/proc``) is sampled with each answer.
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import socket
 import statistics
@@ -96,47 +97,60 @@ class Upstream:
 # ------------------------------------------------------------------ the watcher
 
 
+def _rss(pid: int) -> int:
+    """The resident memory (bytes) of process ``pid``, 0 when it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _watch(base: str, pid: int, ready: Any, stop: Any, out: Any) -> None:
+    """The watcher's process: a tiny request every 5 ms until ``stop`` is set, then its
+    latencies (seconds) and RSS samples (bytes) sent through ``out``."""
+    latencies: list[float] = []
+    rss = [_rss(pid)]
+    with httpx.Client(timeout=120) as client:
+        ready.set()
+        while not stop.is_set():
+            started = time.perf_counter()
+            try:
+                client.get(base + "/api/live")
+            except httpx.HTTPError:
+                pass
+            latencies.append(time.perf_counter() - started)
+            rss.append(_rss(pid))
+            time.sleep(0.005)
+    out.send((latencies, rss))
+
+
 class Watcher:
-    """Times a tiny request every 5 ms and samples the server's RSS, in a thread of its own."""
+    """Times a tiny request every 5 ms and samples the server's RSS, in a process of its
+    own: a thread of this script would share its interpreter lock with the scenario's own
+    work (building and sending a 50 MiB upload, the fake upstream), and its latencies would
+    count this script's pauses as the server's."""
 
     def __init__(self, base: str, pid: int) -> None:
         self.base, self.pid = base, pid
         self.latencies: list[float] = []
         self.rss: list[int] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def rss_now(self) -> int:
-        try:
-            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        except OSError:
-            pass
-        return 0
+        self._context = multiprocessing.get_context("spawn")
+        self._process: Any = None
 
     def start(self) -> None:
-        self.latencies, self.rss = [], [self.rss_now()]
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        self._ready, self._stop = self._context.Event(), self._context.Event()
+        self._receive, send = self._context.Pipe(duplex=False)
+        self._process = self._context.Process(target=_watch, args=(self.base, self.pid, self._ready, self._stop, send), daemon=True)
+        self._process.start()
+        self._ready.wait(60)
 
     def stop(self) -> None:
         self._stop.set()
-        assert self._thread is not None
-        self._thread.join(30)
-
-    def _run(self) -> None:
-        with httpx.Client(timeout=120) as client:
-            while not self._stop.is_set():
-                started = time.perf_counter()
-                try:
-                    client.get(self.base + "/api/live")
-                except httpx.HTTPError:
-                    pass
-                self.latencies.append(time.perf_counter() - started)
-                self.rss.append(self.rss_now())
-                time.sleep(0.005)
+        self.latencies, self.rss = self._receive.recv() if self._receive.poll(60) else ([], [0])
+        self._process.join(30)
 
 
 # ------------------------------------------------------------------ scenarios
