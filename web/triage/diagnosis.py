@@ -21,7 +21,7 @@ import itertools
 import logging
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from toollatch.wire.capture import ProviderEvent
@@ -34,6 +34,7 @@ from toollatch.web.pages import glossary
 from toollatch.web.mask_values import hide_values
 from toollatch.web.replay.paging import CALLS_PAGE
 from toollatch.web.replay.session import Card, Session
+from toollatch.web.triage.open_streams import still_streaming
 from toollatch.web.triage.sources import LoadedSource, iter_events
 from toollatch.web.triage.bulk import is_blank  # after the rest: a whole-input check in pieces
 
@@ -111,50 +112,6 @@ def set_reveal(session: Session, on: bool) -> bool:
     """Turn *Reveal text* on or off for ``session``; returns whether it is on now."""
     _flags.setdefault(session, _Flags()).reveal = bool(on) and reveal_allowed(session)
     return _flags[session].reveal
-
-
-# ------------------------------------------------------------------ a live stream still open
-
-
-#: Why the reproducer of a live stream still arriving is refused (shown with a 409).
-STILL_STREAMING = (
-    "The stream is still arriving: some calls have no verdict yet, and a reproducer keeps the "
-    "structure of their argument text (object keys, numbers). Export it once the stream has "
-    "ended, or press Stop; the JSON report and Markdown summary can be had meanwhile."
-)
-
-
-def still_streaming(session: Session) -> bool:
-    """True while a live session's stream is arriving: its source grows and its open calls
-    have no verdict yet, so nothing of their text may be exported."""
-    return session.source.kind == "live" and not session.status.done
-
-
-def without_open_diagnoses(session: Session, results: list[StreamResult]) -> list[StreamResult]:
-    """``results`` (a full assembly of the bytes so far) with the diagnosis dropped from
-    every call the session has not seen reach a verdict: assembling a stream that is still
-    arriving cuts those calls off, and their diagnosis (depth, expected token) would describe
-    text that has not committed. With ``ui_forward_partial_args: false`` (the session's
-    ``forward_progress`` off) such a call's ``bytes`` and ``fragments`` are 0 as well, as
-    on the page and in the JSON twin."""
-    states = {(card.stream, card.view.key): card.view.state for card in session.cards.values()}
-
-    def withheld(call: CallOutcome) -> CallOutcome:
-        if session.forward_progress:
-            return replace(call, diagnosis=None)
-        return replace(call, diagnosis=None, bytes=0, fragments=0)
-
-    out = []
-    for stream, result in enumerate(results):
-        calls = [c if (state := states.get((stream, c.key))) is not None and state.terminal else withheld(c) for c in result.calls]
-        out.append(replace(result, calls=calls))
-    return out
-
-
-def as_shown(session: Session, results: list[StreamResult]) -> list[StreamResult]:
-    """The full ``results`` of ``session`` as its documents may show them: for a live stream
-    still arriving, :func:`without_open_diagnoses`; otherwise as they are."""
-    return without_open_diagnoses(session, results) if still_streaming(session) else results
 
 
 # ------------------------------------------------------------------ full results

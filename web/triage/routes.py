@@ -39,6 +39,7 @@ from toollatch.redaction.report import json_report, markdown_summary
 
 from toollatch.web.triage import compare as cmp
 from toollatch.web.triage import diagnosis as triage
+from toollatch.web.triage import open_streams
 from toollatch.web.triage.ingest import load_stored
 from toollatch.web.pages.render import Renderer
 from toollatch.web.replay.runner import SessionStore
@@ -140,8 +141,8 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         session = sessions.get(sid)
         if session is None:
             return missing(sid)
-        if triage.still_streaming(session):
-            return error_page("Cannot export yet", triage.STILL_STREAMING, 409)
+        if open_streams.still_streaming(session):
+            return error_page("Cannot export yet", open_streams.STILL_STREAMING, 409)
         source = session.source
         data = source.stream_data  # a live source joins and scrubs its chunks for each read
         if not data.strip():  # e.g. a non-streaming body that could not be read
@@ -174,7 +175,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
             results = await triage.full_results(session)
         except CaptureError as exc:
             return error_page("Cannot export", str(exc), 422)
-        return triage.as_shown(session, results)
+        return open_streams.as_shown(session, results)
 
     async def shown(sid: str) -> tuple[Session, list[StreamResult]] | Response:
         """The session and its results as :func:`results_of` gives them, or the page to answer."""
@@ -191,7 +192,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
             return found
         session, results = found
         doc = session.scrubbed(json_report(results, session.source.name))
-        if triage.still_streaming(session):
+        if open_streams.still_streaming(session):
             doc["partial"] = PARTIAL
         return _download(jsontext.dumps(doc, indent=2) + "\n", f"{_stem(session.source.name)}.report.json", "application/json")
 
@@ -202,7 +203,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
             return found
         session, results = found
         text = session.scrubbed(markdown_summary(results, session.source.name))
-        if triage.still_streaming(session):
+        if open_streams.still_streaming(session):
             text = f"> {PARTIAL}\n\n{text}"
         return _download(text, f"{_stem(session.source.name)}.md", "text/markdown; charset=utf-8")
 
@@ -211,7 +212,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         session = sessions.get(ref)
         if session is not None:
             try:
-                results = triage.as_shown(session, await triage.full_results(session))
+                results = open_streams.as_shown(session, await triage.full_results(session))
             except CaptureError as exc:
                 raise SourceError(str(exc)) from None
             desc = {"id": ref, "kind": "session", "title": session.source.title, "url": f"/sessions/{ref}", "dialect": session.pipeline.dialect}
