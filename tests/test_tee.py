@@ -14,6 +14,8 @@ from toollatch.demo.stress import stress_demo
 from toollatch.web.live.session import LiveSession, LiveSource
 from toollatch.web.live.tee import TEE_STEP_BYTES, Tee, TeeWorker
 
+from .test_web_replay import record_folds
+
 WIRE = stress_demo(events=300, calls=3).wire
 
 
@@ -287,14 +289,7 @@ def test_a_decoding_fault_ends_the_session_with_an_error_and_keeps_the_bytes(mon
 
 def test_a_live_session_folds_each_calls_counts_once_per_chunk_fed_and_shows_the_latest() -> None:
     session = live()
-    folded: list[str] = []
-    apply = session._apply
-
-    def counting(event: Any) -> None:
-        folded.append(event.kind)
-        apply(event)
-
-    session._apply = counting  # type: ignore[method-assign]
+    folded = record_folds(session)
     cut = WIRE.index(b"data: [DONE]")
     body = WIRE[: WIRE.rindex(b"\n\ndata: ", 0, cut - 2) + 2]  # every fragment, not the finish
     session.feed_bytes(body)

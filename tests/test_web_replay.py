@@ -283,17 +283,24 @@ def test_restart_keeps_the_speed_and_starts_over() -> None:
     assert doc["status"] in ("playing", "finished") and doc["speed"] == "max"
 
 
-def test_a_step_of_many_events_folds_each_calls_counts_once_and_equals_single_steps() -> None:
-    demo = stress_demo(events=400, calls=3)
-    batched = Session("batched", from_demo(demo), AssembleConfig(), 12.0)
+def record_folds(session: Session) -> list[str]:
+    """The kind of every assembly event ``session`` folds from now on, in order (its
+    ``_apply`` wrapped; live sessions too)."""
     folded: list[str] = []
-    apply = batched._apply
+    apply = session._apply
 
     def counting(event: Any) -> None:
         folded.append(event.kind)
         apply(event)
 
-    batched._apply = counting  # type: ignore[method-assign]
+    session._apply = counting  # type: ignore[method-assign]
+    return folded
+
+
+def test_a_step_of_many_events_folds_each_calls_counts_once_and_equals_single_steps() -> None:
+    demo = stress_demo(events=400, calls=3)
+    batched = Session("batched", from_demo(demo), AssembleConfig(), 12.0)
+    folded = record_folds(batched)
     batched.step(300)  # hundreds of fragments of three open calls, no verdict yet
     assert folded.count("fragment") == 3
     one_by_one = Session("single", from_demo(demo), AssembleConfig(), 12.0)
