@@ -6,15 +6,20 @@ Starts ``toollatch serve`` (a process of its own, on loopback) with a fake upstr
 by this script, then feeds it, one scenario at a time: a tool schema whose ``pattern``
 backtracks catastrophically on the call's arguments (through the proxy), a large tools array
 (through the proxy), a non-streaming ``chat.completion`` body holding 100,000 tool calls and
-one SSE event holding as many (through the proxy), uploads of 20 and 50 MiB of blank lines before one event, of comment
+one SSE event holding as many (through the proxy, and uploaded), uploads of 20 and 50 MiB of blank lines before one event, of comment
 lines, of one huge line and of deeply nested JSON, and a 500 MiB chunked POST to the proxy.
+The event loop is timed from inside the server: it records how late each 20 ms sleep of a
+watcher task ends (``toollatch_event_loop_lag_seconds`` at ``/metrics``, read before and
+after each scenario; the worst lag is the top of the highest bucket that gained a count).
 Meanwhile a process of its own sends a tiny request (``GET /api/live``) every 5 ms on its own connection
-and times each answer: the slowest answer bounds the longest the event loop was held. The
+and times each answer, as a client would see it (an answer also waits for worker threads
+and the machine's other processes, so it can be slow while the loop is not held). The
 server's resident memory (``VmRSS`` from ``/proc``) is sampled with each answer.
 
-Prints one row per scenario: answers, median and worst latency (ms), peak RSS (MiB) and
-the outcome. The target: worst latency under 100 ms in every row, RSS bounded (no row
-grows it by the size of its input). Traffic goes to 127.0.0.1 only; every loop is bounded.
+Prints one row per scenario: the event loop's worst lag (ms, a bucket's upper bound),
+answers, median and worst answer latency (ms), peak RSS (MiB) and the outcome. The target:
+the loop's worst lag at most 100 ms in every row (the ``check=`` line), RSS bounded (no
+row grows it by the size of its input). Traffic goes to 127.0.0.1 only; every loop is bounded.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import multiprocessing
 import os
 import socket
@@ -153,6 +159,24 @@ class Watcher:
         self._process.join(30)
 
 
+def loop_lag_buckets(client: httpx.Client, base: str) -> dict[float, float]:
+    """The server's ``toollatch_event_loop_lag_seconds`` bucket counts, by upper bound (seconds)."""
+    buckets: dict[float, float] = {}
+    for line in client.get(base + "/metrics").text.splitlines():
+        if line.startswith('toollatch_event_loop_lag_seconds_bucket{le="'):
+            bound = line.split('"')[1]
+            buckets[math.inf if bound == "+Inf" else float(bound)] = float(line.rsplit(" ", 1)[1])
+    return buckets
+
+
+def worst_lag(before: dict[float, float], after: dict[float, float]) -> float:
+    """The upper bound (seconds) of the highest bucket that gained a count between two readings."""
+    grew = [bound for bound, count in after.items() if count > before.get(bound, 0.0)]
+    total = after.get(math.inf, 0.0) - before.get(math.inf, 0.0)
+    # cumulative buckets: the worst lag lies under the lowest bound holding every new count
+    return min((b for b in grew if after[b] - before.get(b, 0.0) >= total), default=0.0)
+
+
 # ------------------------------------------------------------------ scenarios
 
 
@@ -239,6 +263,7 @@ def scenarios(quick: bool, upstream: Upstream) -> list[tuple[str, Callable[[http
         ("50 tools x 20 properties via proxy x5", lambda c, b: proxied(c, b, upstream, many, EVENT, 5)),
         (f"non-streaming body, {calls // 1000}k tool calls via proxy", lambda c, b: proxied(c, b, upstream, [], _chat_completion(calls), 1, stream=False)),
         (f"one SSE event, {calls // 1000}k tool calls via proxy", lambda c, b: proxied(c, b, upstream, [], _chat_calls(*((f"c{i}", "f", '{"a":1}') for i in range(calls))), 1)),
+        (f"upload one SSE event, {calls // 1000}k tool calls", lambda c, b: upload(c, b, "many.sse", _chat_calls(*((f"c{i}", "f", '{"a":1}') for i in range(calls))))),
         (f"upload {big // MiB} MiB blank lines + event", lambda c, b: upload(c, b, "blank.sse", b"\n" * big + EVENT)),
         (f"upload {huge / MiB:.0f} MiB blank lines + event", lambda c, b: upload(c, b, "blank50.sse", b"\n" * huge + EVENT)),
         (f"upload {big // MiB} MiB comment lines + event", lambda c, b: upload(c, b, "comments.sse", b":k\n" * (big // 3) + EVENT)),
@@ -275,23 +300,29 @@ def main() -> int:
                 for name, run in scenarios(args.quick, upstream):
                     if args.only and args.only not in name:
                         continue
+                    before = loop_lag_buckets(client, base)
                     watcher.start()
                     try:
                         outcome = run(client, base)
                     finally:
                         watcher.stop()
+                    lag = worst_lag(before, loop_lag_buckets(client, base))
                     lat = sorted(watcher.latencies) or [0.0]
-                    rows.append((name, len(lat), statistics.median(lat) * 1000, lat[-1] * 1000, max(watcher.rss) / MiB, outcome))
+                    rows.append((name, lag * 1000, len(lat), statistics.median(lat) * 1000, lat[-1] * 1000, max(watcher.rss) / MiB, outcome))
                 hwm = next((int(line.split()[1]) // 1024 for line in Path(f"/proc/{server.pid}/status").read_text().splitlines() if line.startswith("VmHWM:")), 0)
         finally:
             server.terminate()
             server.wait(30)
     width = max(len(r[0]) for r in rows)
-    print(f"{'scenario':<{width}}  answers  median ms  worst ms  peak RSS MiB  outcome")
-    for name, count, median, worst, rss, outcome in rows:
-        print(f"{name:<{width}}  {count:>7}  {median:>9.1f}  {worst:>8.1f}  {rss:>12.0f}  {outcome}")
-    print(f"server VmHWM (peak RSS over the run): {hwm} MiB; target: worst < 100 ms in every row")
-    return 0 if all(r[3] < 100 for r in rows) else 1
+    print(f"{'scenario':<{width}}  loop lag ms  answers  median ms  worst ms  peak RSS MiB  outcome")
+    for name, lag, count, median, worst, rss, outcome in rows:
+        shown = f"<= {lag:g}" if lag != math.inf else "> 5000"
+        print(f"{name:<{width}}  {shown:>11}  {count:>7}  {median:>9.1f}  {worst:>8.1f}  {rss:>12.0f}  {outcome}")
+    print(f"server VmHWM (peak RSS over the run): {hwm} MiB")
+    worst_row = max(rows, key=lambda r: r[1])
+    held = worst_row[1] <= 100
+    print(f"check={'PASS' if held else 'FAIL'} event loop's worst lag <= 100 ms in every row (worst: {worst_row[1]:g} ms, {worst_row[0]})")
+    return 0 if held else 1
 
 
 if __name__ == "__main__":

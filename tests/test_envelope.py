@@ -96,3 +96,53 @@ def test_any_json_value(value: Any) -> None:
 def test_any_number_literal(number: str) -> None:
     assert_as_json_loads('{"n": %s}' % number)
     assert_as_json_loads(number)
+
+
+# ---------------------------------------------------------------------- payloads of megabytes
+
+
+def many_objects(count: int) -> str:
+    calls = [{"index": i, "id": f"c{i}", "function": {"name": "f", "arguments": '{"a":1}', "n": [1.5, None, True, -7]}} for i in range(count)]
+    return json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": calls}}]})
+
+
+def test_a_payload_over_the_large_limit_parses_as_json_loads() -> None:
+    from toollatch.wire.envelope import LARGE_PAYLOAD_CHARS
+
+    text = many_objects(8000)
+    assert len(text) > LARGE_PAYLOAD_CHARS
+    assert parse_envelope(text) == json.loads(text)
+    padded = " " + text + " \n"
+    assert parse_envelope(padded) == json.loads(padded)
+    for bad in (text[:-1], text + "x", text.replace('"index"', "'index'", 1), "\ufeff" + text):
+        with pytest.raises(json.JSONDecodeError) as ours:
+            parse_envelope(bad)
+        with pytest.raises(json.JSONDecodeError) as theirs:
+            json.loads(bad)
+        assert (ours.value.msg, ours.value.pos) == (theirs.value.msg, theirs.value.pos)
+    deep = "[" * 900 + " " * LARGE_PAYLOAD_CHARS + "]" * 900  # deeper than Python code recurses: the C parse
+    assert parse_envelope(deep) == json.loads(deep)
+
+
+def test_other_threads_run_while_a_payload_of_megabytes_is_parsed() -> None:
+    # json.loads in C holds the GIL for the whole parse: no other thread runs meanwhile
+    import threading
+    import time
+
+    text = many_objects(60000)
+    span: list[float] = []
+
+    def parse() -> None:
+        span.append(time.perf_counter())
+        parse_envelope(text)
+        span.append(time.perf_counter())
+
+    worker = threading.Thread(target=parse)
+    ticks: list[float] = []
+    worker.start()
+    while worker.is_alive():
+        ticks.append(time.perf_counter())
+        time.sleep(0.001)
+    worker.join()
+    inside = [t for t in ticks if span[0] < t < span[1]]
+    assert len(inside) >= 5, (len(inside), len(ticks))

@@ -6,9 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from typing import Any
 
+import pytest
+
+from toollatch.core.config import AssembleConfig
+from toollatch.core.large import LARGE_PAYLOAD_CHARS
+from toollatch.core.pipeline import Pipeline
+from toollatch.wire.intake import PushDecoder
 from toollatch.web.live.backlog import OPS_STEP
-from toollatch.web.live.session import LiveSession
+from toollatch.web.live.session import LiveSession, LiveSource
 from toollatch.web.live.tee import Tee
 
 from .test_tee import Flushes, live, outcome
@@ -89,3 +97,109 @@ def test_the_tee_worker_yields_between_the_parts_of_an_event_of_many_calls() -> 
     asyncio.run(run())
     between = {n for n in seen if 0 < n < OPS_STEP * 4}
     assert len(between) >= 3, sorted(set(seen))  # this coroutine ran while the event was half assembled
+
+
+# ---------------------------------------------------------------------- one large event
+
+
+def gemini_event(count: int) -> bytes:
+    parts = [{"functionCall": {"name": "f", "args": {"a": i}}} for i in range(count)]
+    docs = [
+        {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}]},
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}]},
+    ]
+    return "".join(f"data: {json.dumps(d)}\n\n" for d in docs).encode()
+
+
+def whole_verdicts(wire: bytes, dialect: str) -> list[tuple[object, ...]]:
+    pipeline = Pipeline(name="whole")
+    decoder = PushDecoder("whole")
+    for event in [*decoder.feed(wire), *decoder.close()]:
+        pipeline.feed(event)
+    pipeline.close()
+    return [(c.call_id, c.name, c.state, c.reason) for r in pipeline.results() for c in r.calls]
+
+
+@pytest.mark.parametrize(("dialect", "wire"), [("openai-chat", one_event(6000)), ("gemini", gemini_event(20000))])
+def test_a_large_event_is_read_in_a_worker_thread_and_keeps_the_first_calls_it_opens(dialect: str, wire: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toollatch.web.live import backlog
+
+    assert len(wire) > LARGE_PAYLOAD_CHARS  # the event is left unparsed by the session's decoder
+    source = LiveSource(f"up/{dialect}", upstream="up", endpoint="/v1/x", dialect=dialect, request={"model": "m", "stream": True})
+    session = LiveSession("large", source, AssembleConfig())
+    source.http_status, source.content_type = 200, "text/event-stream"
+    threads: list[str] = []
+    real = backlog.read_large_event
+
+    def read(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(backlog, "read_large_event", read)
+    tee = Tee(session, Flushes())  # type: ignore[arg-type]
+
+    async def run() -> str:
+        for i in range(0, len(wire), 65536):
+            tee.append(wire[i : i + 65536])
+            await tee.drain()
+        tee.close(True)
+        await session.settle()
+        return threading.current_thread().name
+
+    loop_thread = asyncio.run(run())
+    assert threads and loop_thread not in threads
+    keep = AssembleConfig().max_tool_calls_in_flight_assemble + 1
+    total = 6000 if dialect == "openai-chat" else 20000
+    shown = [(c.call_id, c.name, c.state, c.reason) for r in session.pipeline.results() for c in r.calls]
+    whole = whole_verdicts(wire, dialect)
+    assert len(whole) == total and len(shown) == keep and len(session.cards) == keep
+    if dialect == "openai-chat":  # ids given by the provider: the very same calls
+        assert shown == whole[:keep]
+    else:  # ids made up per call: the same verdicts, in order
+        assert [s[1:] for s in shown] == [w[1:] for w in whole[:keep]]
+    assert session.live_source.untold_calls == total - keep
+    assert session.notice and f"{total - keep} calls are not assembled here" in session.notice
+    assert session.end_kind == "complete" and session.position == session.live_source.count
+
+
+def test_calls_left_out_of_a_large_event_stay_out_when_later_events_name_them() -> None:
+    entries = [{"index": i, "id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": ""}} for i in range(6000)]
+    later = [{"index": i, "function": {"arguments": '{"a":1}'}} for i in (0, 40, 5999)]
+    docs = [
+        {"choices": [{"index": 0, "delta": {"tool_calls": entries}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": later}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    wire = ("".join(f"data: {json.dumps(d)}\n\n" for d in docs) + "data: [DONE]\n\n").encode()
+    session = live("later")
+    tee = Tee(session, Flushes())  # type: ignore[arg-type]
+
+    async def run() -> None:
+        tee.append(wire)
+        await tee.drain()
+        tee.close(True)
+        await session.settle()
+
+    asyncio.run(run())
+    calls = {c.call_id: c for r in session.pipeline.results() for c in r.calls}
+    assert len(calls) == 33 and "c40" not in calls and "c5999" not in calls
+    assert calls["c0"].state.value == "committed" and calls["c0"].arguments == {"a": 1}
+    assert session.live_source.untold_calls == 6000 - 33
+
+
+def test_a_large_event_fed_whole_is_read_at_once_with_the_same_calls() -> None:
+    wire = one_event(6000)
+    stepped, whole = live("stepped"), live("whole")
+    tee = Tee(stepped, Flushes())  # type: ignore[arg-type]
+
+    async def run() -> None:
+        tee.append(wire)
+        await tee.drain()
+        tee.close(True)
+        await stepped.settle()
+
+    asyncio.run(run())
+    whole.feed_bytes(wire)  # no step: a caller that cannot wait reads it where it is
+    whole.finish()
+    assert outcome(whole)[:3] == outcome(stepped)[:3]
+    assert whole.live_source.untold_calls == stepped.live_source.untold_calls == 6000 - 33

@@ -403,3 +403,38 @@ def test_a_short_forwarded_value_is_looked_for_whole_in_the_reproducer() -> None
     session.echoed_secret = True  # the recording keeps the reproducer, whatever its calls
     assert b'"service-user-02' in (read_recording(session, ["service-user-01"]).reproducer or b"")
     assert b"service-user-02" not in (read_recording(session, ["service-user-0123456"]).reproducer or b"")
+
+
+@pytest.mark.parametrize("name", ["openai-truncated", "anthropic-invalid", "canary"])
+def test_a_large_recording_is_read_in_a_child_process_with_the_same_answer(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # over CHILD_READ_BYTES the reading (parse, masks, reproducer) runs in a child process
+    # of its own: a worker thread would share the GIL, which one event of megabytes holds
+    from toollatch.web.live import offload, reading
+
+    session = finished(SAMPLES[name], dialect=None)
+    session.echoed_secret = True  # a reproducer is made whatever the calls
+    children: list[str] = []
+    real = offload.in_child
+
+    async def counted(fn: Any, *args: Any) -> Any:
+        children.append(fn.__name__)
+        return await real(fn, *args)
+
+    monkeypatch.setattr(reading, "CHILD_READ_BYTES", 0)
+    monkeypatch.setattr(reading, "in_child", counted)
+    in_child = asyncio.run(read_in_steps(session, ["sk-not-in-the-stream-0123456789"]))
+    assert children == ["read_job_whole"]
+    assert in_child == read_recording(session, ["sk-not-in-the-stream-0123456789"])
+    assert in_child.reproducer
+
+
+def test_a_child_process_that_cannot_start_leaves_the_reading_to_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toollatch.web.live import offload, reading
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("no processes left")
+
+    session = finished(CALL + END)
+    monkeypatch.setattr(reading, "CHILD_READ_BYTES", 0)
+    monkeypatch.setattr(offload, "ProcessPoolExecutor", refuse)
+    assert asyncio.run(read_in_steps(session, [])) == read_recording(session, [])

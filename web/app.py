@@ -35,6 +35,7 @@ from toollatch.web.security import NoFramingMiddleware, SameOriginMiddleware, cl
 from toollatch.web.server import SERVER_OPTIONS, DateMiddleware
 from toollatch.web.live.routes import install as install_live
 from toollatch.web.live.store import LiveRenderer, LiveSessionStore
+from toollatch.web.loop_lag import lag_histogram, watch_loop
 from toollatch.web.settings import Settings
 from toollatch.web.store import Store
 
@@ -109,11 +110,15 @@ def create_app(
         store.metrics = store.telemetry.metrics(store.metrics)  # type: ignore[assignment]
     sources = Store(settings.data_dir)  # persistent uploads/recordings (SQLite under data_dir)
 
+    lag = lag_histogram(store.metrics.registry)  # served at /metrics with the assembly metrics
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if freeze_heap:
             freeze_startup_heap()
+        watcher = asyncio.get_running_loop().create_task(watch_loop(lag), name="loop-lag")
         yield
+        watcher.cancel()
         await close_live()
         await store.shutdown()
         sources.close()

@@ -167,17 +167,40 @@ class Pipeline:
         :meth:`feed`. The first event that tells the dialect is taken here too (the dialect
         is then set). Lets a caller that must not hold its thread for long split an event
         of many calls."""
-        if event.error is not None or event.framing or event.data is None:
+        if event.error is not None or event.data is None:
             return None
         if self._hot is None:  # the first event, telling the dialect (else: feed's own path)
             if self._adapter is not None or self._pending or self._closed or (found := detect(event)) not in ADAPTERS:
                 return None
             self._use(found)
             return self._ops(event)
+        if event.framing:
+            return self._ops(event)
         try:
             return self._adapter.feed(event)  # type: ignore[union-attr]
         except ADAPTER_FAULTS as exc:
             return [self._uninterpretable(event, exc)]
+
+    def adapter_state(self) -> tuple[str | None, DialectAdapter | None, bool]:
+        """``(dialect, adapter, fresh)`` for reading one event's ops elsewhere (a worker
+        thread: :func:`toollatch.core.large.read_large_event`): the dialect and adapter in
+        use, None for both before the dialect is known; ``fresh``: no event is held
+        before the dialect is known and input is open, so the first event may tell it."""
+        return self._dialect, self._adapter, not self._pending and not self._closed
+
+    def adopt(self, dialect: str, adapter: DialectAdapter) -> None:
+        """Use ``adapter`` of ``dialect``: one made and fed this input's first event elsewhere
+        (as :meth:`ops_of` would have); its ops are then applied with :meth:`apply_ops`."""
+        if self._adapter is None:
+            self._use(dialect)
+            self._adapter = adapter
+
+    def call_keys(self) -> frozenset[CallKey]:
+        """The keys the current stream's ops named its calls by (aliases included)."""
+        if not self._streams:
+            return frozenset()
+        stream = self._streams[-1]
+        return frozenset(stream._calls.keys() | stream._alias.keys())
 
     def apply_ops(self, ops: list[Op]) -> list[AssemblyEvent]:
         """Apply ops from :meth:`ops_of`, in order; return the assembly events they caused."""

@@ -29,6 +29,7 @@ from toollatch.wire.capture import CaptureError
 from toollatch.core.config import AssembleConfig
 from toollatch.wire.intake import PushDecoder
 from toollatch.core.model import CallState
+from toollatch.core.large import CappedPipeline
 from toollatch.core.pipeline import Pipeline
 from toollatch.core.registry import ToolRegistry
 
@@ -200,14 +201,22 @@ class TimedPass:
 
 
 def timed_pass(
-    chunks: Iterable[tuple[float, bytes]], name: str = "<input>", *, config: AssembleConfig | None = None, registry: ToolRegistry | None = None
+    chunks: Iterable[tuple[float, bytes]],
+    name: str = "<input>",
+    *,
+    config: AssembleConfig | None = None,
+    registry: ToolRegistry | None = None,
+    large_event_calls: int | None = None,
 ) -> TimedPass:
     """Assemble timed chunks with the pipeline clock at each chunk's arrival time.
 
     Linear in the body; a stream that cannot be read yields what was found up to the
-    fault (the session shows the fault itself). Times are seconds since the first byte."""
+    fault (the session shows the fault itself). Times are seconds since the first byte.
+    ``large_event_calls``: follow only that many new calls of a large event, as the
+    session timed did (:class:`~toollatch.core.large.CappedPipeline`); None: every call."""
     now = [0.0]
-    pipeline = Pipeline(config=config, registry=registry, clock=lambda: now[0], name=name, progress_events=False)
+    kwargs: dict[str, Any] = {"config": config, "registry": registry, "clock": lambda: now[0], "name": name, "progress_events": False}
+    pipeline = Pipeline(**kwargs) if large_event_calls is None else CappedPipeline(keep=large_event_calls, **kwargs)
     decoder = PushDecoder(name)
     out = TimedPass()
     starts: list[float] = []

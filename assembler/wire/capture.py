@@ -85,6 +85,25 @@ class ProviderEvent(NamedTuple):
     raw: str | None = None
 
 
+class _Unparsed:
+    """The type of :data:`UNPARSED`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNPARSED"
+
+    def __reduce__(self) -> str:
+        return "UNPARSED"
+
+
+#: :attr:`ProviderEvent.data` of an event whose payload (its ``raw`` text) a decoder left
+#: to be parsed by its reader (``PushDecoder(defer_over=...)``: a payload too large to
+#: parse in one go where a thread must stay responsive); :func:`toollatch.core.large.read_unparsed`
+#: parses it.
+UNPARSED: Any = _Unparsed()
+
+
 #: Builds a :class:`ProviderEvent` from a tuple of its seven fields without the Python-level
 #: ``__new__`` of a named tuple: one per event.
 _event = tuple.__new__

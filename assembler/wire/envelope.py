@@ -5,12 +5,17 @@ Every framing (SSE, JSON Lines) parses each event's payload text once; this is t
 
 from __future__ import annotations
 
+import gc
 import json
+import json.scanner
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
 
-__all__ = ["parse_envelope"]
+__all__ = ["LARGE_PAYLOAD_CHARS", "collector_paused", "parse_envelope"]
 
 #: ``json.loads`` without its per-call checks.
 _raw_decode = json.JSONDecoder().raw_decode
@@ -38,6 +43,59 @@ def _stdlib_parse(text: str) -> Any:
     return value
 
 
+#: Payload characters above which the pure-Python scanner parses (:func:`_parse_large`).
+LARGE_PAYLOAD_CHARS = 512 * 1024
+
+
+_pause_lock = threading.Lock()
+_pauses = 0  # collector_paused blocks running now, in any thread
+_was_enabled = True
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (process-wide; nested and concurrent pauses
+    are counted, and it runs again once the last ends, if it ran before the first began).
+    For building one structure of up to millions of objects (a payload of megabytes
+    parsed, then read by its dialect adapter): each automatic collection meanwhile walks
+    every object alive, the ones being built too, though none of them is garbage; a full
+    one holds the GIL, every thread of the process stopped, for half a second and more.
+    Reference counting frees them as usual when they are let go."""
+    global _pauses, _was_enabled
+    with _pause_lock:
+        if _pauses == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _was_enabled:
+                gc.enable()
+
+
+def _parse_large(text: str) -> Any:
+    """``json.loads(text)`` by the standard library's pure-Python scanner (``json.loads``'
+    reference implementation: the same values), for a payload of megabytes: ``json.loads``
+    in C is one call that holds the GIL for the whole parse (a quarter of a second for
+    10 MB of small objects), which freezes every other thread of the process, an event
+    loop too, while this one gives the GIL up every few milliseconds. Errors, and nesting
+    deeper than Python code can recurse, are left to :func:`_stdlib_parse`, so they are
+    ``json.loads``' own. The garbage collector is paused meanwhile (:func:`collector_paused`)."""
+    decoder = json.JSONDecoder()  # one per call: the pure-Python scanner keeps a memo
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    try:
+        with collector_paused():
+            value, end = decoder.raw_decode(text)
+    except (ValueError, RecursionError):
+        return _stdlib_parse(text)
+    if end != len(text) and text[end:].strip(_JSON_WS):
+        return _stdlib_parse(text)
+    return value
+
+
 def parse_envelope(text: str) -> Any:
     """The JSON value of one event payload (``text``: the whole payload, characters), as
     ``json.loads(text)`` gives it, raising what it raises (:class:`json.JSONDecodeError`,
@@ -51,8 +109,12 @@ def parse_envelope(text: str) -> Any:
     costs the slower parse) and wherever it opens 200 or more arrays and objects (the two
     nesting limits differ: ``json.loads`` raises :class:`RecursionError` near Python's
     recursion limit, orjson only beyond 1024 levels). Duplicate keys keep the last value in both. Argument text is
-    never parsed here: its adapters re-check the payload strictly.
+    never parsed here: its adapters re-check the payload strictly. A payload over
+    :data:`LARGE_PAYLOAD_CHARS` characters is parsed by the pure-Python scanner
+    (:func:`_parse_large`), which lets other threads run meanwhile.
     """
+    if len(text) > LARGE_PAYLOAD_CHARS:
+        return _parse_large(text)
     raw = text.encode("utf-8", "surrogatepass")
     marked = raw.translate(_DIGITS_AS_ZERO)
     # a valid text nested n levels deep holds n openers and n closers: under twice the guard

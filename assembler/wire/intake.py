@@ -28,6 +28,7 @@ from toollatch.wire.capture import (
     DONE,
     _PRELUDE,
     CaptureError,
+    UNPARSED,
     ProviderEvent,
     _event,
     _EventStreamReader,
@@ -65,11 +66,17 @@ class PushDecoder:
     :class:`~toollatch.wire.capture.CaptureError` naming the byte where inflating failed.
     """
 
-    def __init__(self, name: str = "<input>", scrub: Callable[[str], str] | None = None) -> None:
+    def __init__(self, name: str = "<input>", scrub: Callable[[str], str] | None = None, defer_over: int | None = None) -> None:
         self.name = name
         #: Applied to each event's payload text before it is parsed (the proxy replaces
         #: forwarded credentials an upstream echoes); None: the text as read.
         self.scrub = scrub
+        #: An SSE event whose payload is longer than this (characters) is not parsed here:
+        #: its :attr:`~toollatch.wire.capture.ProviderEvent.data` is
+        #: :data:`~toollatch.wire.capture.UNPARSED` and ``raw`` holds the (scrubbed) text,
+        #: for the reader to parse off its event loop (:func:`toollatch.core.large.read_unparsed`).
+        #: None: every payload is parsed here.
+        self.defer_over = defer_over
         self._head = b""
         self._mode: str | None = None  # "sse", "jsonl", "array", "eventstream", "gzip" once known
         self._lines = 0  # lines and bytes of HTTP heads skipped in front
@@ -155,7 +162,7 @@ class PushDecoder:
         if head.startswith(_GZIP):
             self._mode = "gzip"
             self._inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-            self._inner = PushDecoder(self.name, self.scrub)
+            self._inner = PushDecoder(self.name, self.scrub, self.defer_over)
         elif is_eventstream(head):
             self._mode = "eventstream"
             self._frames = _EventStreamReader(self.name, self.scrub)
@@ -190,10 +197,15 @@ class PushDecoder:
         assert self._sse is not None
         out = []
         lines, skipped, name = self._lines, self._skipped, self.name
-        scrub = self.scrub
+        scrub, defer = self.scrub, self.defer_over
         for ev in self._sse.decode(chunk):
             kind = None if ev.event == "message" else ev.event
             text = ev.data
+            if defer is not None and len(text) > defer:
+                framing = sse_framing(ev) if ev.framing else ()
+                text = scrub(text) if scrub is not None else text
+                out.append(_event(ProviderEvent, (kind, UNPARSED, ev.line + lines, ev.offset + skipped, None, framing, text)))
+                continue
             if ev.framing or scrub is not None or len(text) < 32:
                 framing = sse_framing(ev) if ev.framing else ()
                 text = scrub(text) if scrub is not None else text

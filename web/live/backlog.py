@@ -7,16 +7,28 @@ assembles them about ``step`` ops at a time (an event of many calls is split bet
 ops: :meth:`~toollatch.core.pipeline.Pipeline.ops_of`, the same result as feeding it whole),
 so the proxy's tee yields to the event loop between two parts
 (:mod:`toollatch.web.live.tee`).
+
+An event whose payload is too large to parse on the event loop
+(:data:`~toollatch.core.large.LARGE_PAYLOAD_CHARS`: the session's decoder leaves it
+unparsed) waits at the head of the backlog until :meth:`Backlog.read_large` has read it in
+a worker thread (:func:`~toollatch.core.large.read_large_event`): parsed, turned into ops,
+and cut to the first ``max_tool_calls_in_flight_assemble + 1`` calls it opens. The calls
+left out are named by count in the session's notice and in ``untold_calls``; later ops of
+theirs are dropped too.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from toollatch.core.large import LargeEvent, read_large_event, read_now
 from toollatch.core.model import Op
-from toollatch.wire.capture import ProviderEvent
+from toollatch.wire.capture import UNPARSED, ProviderEvent
+
+from toollatch.web.replay.held import untold_notice
 
 if TYPE_CHECKING:
     from toollatch.web.live.session import LiveSession
@@ -32,6 +44,7 @@ class Backlog:
         self._events: deque[ProviderEvent] = deque()
         self._ops: list[Op] = []  # what is left of the event being assembled in parts
         self._at = 0
+        self._reading: asyncio.Future[LargeEvent] | None = None  # the head event, read in a thread
 
     def __bool__(self) -> bool:
         return bool(self._events) or self._at < len(self._ops)
@@ -42,6 +55,47 @@ class Backlog:
     def clear(self) -> None:
         self._events.clear()
         self._ops, self._at = [], 0
+
+    def waiting(self, session: LiveSession) -> bool:
+        """The next event to assemble is to be read by :meth:`read_large` first: a large
+        one, or any once calls were left out (the adapter still knows those calls: an end
+        of stream gives an op for each of them)."""
+        return self._at >= len(self._ops) and bool(self._events) and (self._events[0].data is UNPARSED or bool(session.pipeline.left_out))
+
+    async def read_large(self, session: LiveSession) -> None:
+        """Read the large event at the head of the backlog in a worker thread (one read at a
+        time: a second caller awaits the same read), then hold its ops for :meth:`work`.
+        The session's pipeline is not fed meanwhile: :meth:`work` stops at that event."""
+        if not self.waiting(session):
+            return
+        event = self._events[0]
+        if self._reading is None:
+            pipeline = session.pipeline
+            args = (event, pipeline.adapter_state(), pipeline.call_keys(), pipeline.keep, pipeline.name, frozenset(pipeline.left_out))
+            self._reading = asyncio.ensure_future(asyncio.to_thread(read_large_event, *args))
+        reading = self._reading
+        try:
+            read = await asyncio.shield(reading)
+        finally:
+            if reading.done() and self._reading is reading:
+                self._reading = None
+        if self._events and self._events[0] is event and not session.status.done:
+            self._events.popleft()
+            self._take(session, read)
+
+    def _take(self, session: LiveSession, read: LargeEvent) -> None:
+        """Count the large event just read and apply it: its ops are held, to be applied
+        in parts by :meth:`work` (an event to feed as it is is fed now)."""
+        session.live_source.count += 1
+        session.position = session.live_source.count
+        pipeline = session.pipeline
+        if read.ops is not None:  # its ops wait in parts; what the pipeline does with the read, without them
+            ops, read = read.ops, LargeEvent(read.event, [], read.left_out, read.adopt)
+            self._ops, self._at = ops, 0
+        session._guard(lambda: pipeline.take(read))
+        if read.left_out:
+            session.live_source.untold_calls = pipeline.untold
+            session.set_notice(untold_notice(read.event.line, pipeline.untold, pipeline.keep))
 
     def work(self, session: LiveSession, step: int | None = None) -> bool:
         """Assemble held events into ``session``: all of them (``step`` None), or about
@@ -61,6 +115,16 @@ class Backlog:
                 session._guard(lambda: session.pipeline.apply_ops(part))
                 done += len(part)
                 continue
+            if self._events[0].data is UNPARSED or (session.pipeline.left_out and step is not None):  # read off the loop (read_large)
+                if step is not None or self._reading is not None:
+                    break  # a caller that may not wait here, or a read in a thread meanwhile: left for read_large
+                head = self._events.popleft()
+                pipeline = session.pipeline
+                read: list[LargeEvent] = []
+                session._guard(lambda: read.append(read_now(pipeline, head, pipeline.keep, pipeline.left_out)) or [])
+                if read:
+                    self._take(session, read[0])
+                continue
             event = self._events.popleft()
             session.live_source.count += 1
             session.position = session.live_source.count
@@ -69,7 +133,7 @@ class Backlog:
                 session._guard(lambda: found.append(session.pipeline.ops_of(event)) or [])
                 if session.status.done:
                     continue
-            ops = found[0] if found else None
+            ops = found[0] if found else None  # without the ops of calls left out (CappedPipeline.ops_of)
             if ops is None:
                 session._guard(lambda: session.pipeline.feed(event))
                 done += 1

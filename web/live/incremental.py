@@ -18,10 +18,13 @@ class IncrementalCapture:
     """``decode(chunk)`` returns the events the chunk completes, ``close()`` those left at
     end of input; any split of the input gives the same events as reading it whole."""
 
-    def __init__(self, name: str, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(self, name: str, secrets: tuple[str, ...] = (), defer_over: int | None = None) -> None:
         self.name = name
         self.secrets = list(secrets)  # scrubbed from each event's text before it is parsed
-        self._decoder = PushDecoder(name, partial(scrub_text, secrets=self.secrets) if self.secrets else None)
+        scrub = partial(scrub_text, secrets=self.secrets) if self.secrets else None
+        #: ``defer_over``: payloads longer than this (characters) are left unparsed
+        #: (:data:`~toollatch.wire.capture.UNPARSED`), for the session's backlog to read off the loop.
+        self._decoder = PushDecoder(name, scrub, defer_over)
 
     def decode(self, chunk: bytes) -> list[ProviderEvent]:
         return self._decoder.feed(chunk)

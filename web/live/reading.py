@@ -43,7 +43,6 @@ import binascii
 import re
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any
 
 from toollatch.core.model import CallState
@@ -53,6 +52,7 @@ from toollatch.wire.retell import untold_arguments
 from toollatch.wire.untrusted import parse_json
 
 from toollatch.web.live.credentials import MIN_SECRET_BYTES, scrub_bytes, scrub_text
+from toollatch.web.live.offload import in_child
 from toollatch.web.live.session import LiveSession
 
 #: Quirks that mean the assembler left argument text aside (after a stream's end, after a
@@ -65,6 +65,8 @@ TEXT_LEFT_ASIDE = frozenset({
 #: Provider events :func:`read_in_steps` reads between two yields to the event loop
 #: (about half a millisecond of work for chunks of a few hundred bytes).
 CHECK_STEP_EVENTS = 16
+#: Bytes of stream above which :func:`read_in_steps` reads a recording in a child process.
+CHILD_READ_BYTES = 4 * 1024 * 1024
 #: What the reader cannot read through: such a recording is never kept as received.
 READ_FAULTS = (CaptureError, ValueError, RecursionError)
 
@@ -98,30 +100,75 @@ class RecordingReading:
         self._reproduce = reproduce  # False: the reproducer is not wanted (nor made)
         self.reading: Reading | None = None
 
-    def steps(self) -> Iterator[None]:
+    def job(self) -> ReadingJob | None:
+        """What is left to read, as plain data (:class:`ReadingJob`, for :func:`read_job`
+        anywhere, a child process too); None when the answer needs no reading (then it is
+        :attr:`reading`)."""
         session = self._session
         decided = _decided_without_reading(session)
         look = bool(self._wanted) and not session.echoed_secret
         if decided is not None and not look and (decided or not self._reproduce):
             self.reading = Reading(decided, session.echoed_secret, None)
-            return
+            return None
         src = session.live_source
-        reading = CaptureReading(src.stream_data, src.name, session.pipeline.dialect)
+        return ReadingJob(src.stream_data, src.name, session.pipeline.dialect, self._wanted, self._reproduce, decided, session.echoed_secret, look)
+
+    def steps(self) -> Iterator[None]:
+        job = self.job()
+        if job is not None:
+            pipeline = self._session.pipeline
+            self.reading = yield from read_job(job, pipeline.registry, pipeline.config)
+
+
+@dataclass(frozen=True)
+class ReadingJob:
+    """One recording's reading as plain data: the stream's bytes, its name and dialect,
+    the credential values a reproducer must not hold (``wanted``; ``look``: whether the
+    stream is searched for them too),
+    whether a reproducer is wanted, the answer the session already gives without reading
+    (``decided``, None if none) and whether it saw a credential echoed (``echoed``)."""
+
+    data: bytes
+    name: str
+    dialect: str | None
+    wanted: list[str]
+    reproduce: bool
+    decided: bool | None
+    echoed: bool
+    look: bool
+
+
+def read_job(job: ReadingJob, registry: Any, config: Any) -> Generator[None, None, Reading]:
+    """The :class:`Reading` of ``job`` (yielding after each provider event, and each event
+    of the reproducer); ``registry`` and ``config``: what the stream was judged by."""
+    reading = CaptureReading(job.data, job.name, job.dialect)
+    try:
+        found = yield from _search(reading, job.wanted if job.look else [], keep=job.reproduce)
+    except READ_FAULTS:  # cannot be read through: never as received, nor any reproducer of it
+        return Reading(False, job.echoed or job.look, b"" if job.reproduce else None)
+    as_received = job.decided if job.decided is not None else not reading.stray
+    echoed = job.echoed or found
+    reproducer = None
+    if job.reproduce and (echoed or not as_received):
         try:
-            found = yield from _search(reading, self._wanted if look else [], keep=self._reproduce)
-        except READ_FAULTS:  # cannot be read through: never as received, nor any reproducer of it
-            self.reading = Reading(False, session.echoed_secret or look, b"" if self._reproduce else None)
-            return
-        as_received = decided if decided is not None else not reading.stray
-        echoed = session.echoed_secret or found
-        reproducer = None
-        if self._reproduce and (echoed or not as_received):
-            pipeline = session.pipeline
-            try:
-                reproducer = yield from _reproducer(reading, self._wanted, pipeline.registry, pipeline.config)
-            except READ_FAULTS:
-                reproducer = b""
-        self.reading = Reading(as_received, echoed, reproducer)
+            reproducer = yield from _reproducer(reading, job.wanted, registry, config)
+        except READ_FAULTS:
+            reproducer = b""
+    return Reading(as_received, echoed, reproducer)
+
+
+def read_job_whole(job: ReadingJob, tools: Any, config: Any) -> Reading:
+    """:func:`read_job` read through at once, the registry made from the request's
+    ``tools`` (:func:`~toollatch.web.live.source.usable_registry`): for a child process."""
+    from toollatch.web.live.source import usable_registry
+
+    work = read_job(job, usable_registry(tools) if tools else None, config)
+    while True:
+        try:
+            next(work)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
 
 def reproducer_without(data: bytes, name: str, dialect: str | None, secrets: list[str], *, registry: Any = None, config: Any = None) -> bytes:
     """The redacted reproducer of ``data`` (:func:`toollatch.redaction.export.redact_capture`
@@ -190,18 +237,34 @@ def read_recording(session: LiveSession, secrets: list[str]) -> Reading:
 
 async def read_in_steps(session: LiveSession, secrets: list[str], step: int = CHECK_STEP_EVENTS) -> Reading:
     """:func:`read_recording`, ``step`` provider events at a time, each step in a worker
-    thread (never on the event loop). Same answer."""
+    thread (never on the event loop); a stream over :data:`CHILD_READ_BYTES` is read in a
+    child process instead (:func:`~toollatch.web.live.offload.in_child`: a worker thread
+    still shares the GIL, and one event of megabytes is parsed, masked and written in
+    single C calls that hold it). Same answer."""
     reader = RecordingReading(session, secrets)
-    work = reader.steps()
-    while await asyncio.to_thread(_advance, work, step):
+    job = await asyncio.to_thread(reader.job)
+    if job is None:
+        assert reader.reading is not None
+        return reader.reading
+    pipeline = session.pipeline
+    if len(job.data) > CHILD_READ_BYTES:
+        read = await in_child(read_job_whole, job, session.live_source.tools, pipeline.config)
+        if read is not None:
+            return read
+    work = read_job(job, pipeline.registry, pipeline.config)
+    while (read := await asyncio.to_thread(_advance, work, step)) is None:
         pass
-    assert reader.reading is not None
-    return reader.reading
+    return read
 
 
-def _advance(work: Iterator[None], step: int) -> bool:
-    """Run ``step`` steps of ``work``; False once it is done."""
-    return sum(1 for _ in islice(work, step)) > 0
+def _advance(work: Generator[None, None, Reading], step: int) -> Reading | None:
+    """Run ``step`` steps of ``work``; its answer once it is done, else None."""
+    try:
+        for _ in range(step):
+            next(work)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    return None
 
 
 def download_as_received(session: LiveSession) -> bool:

@@ -173,9 +173,10 @@ def _router(
 
     @router.get("/api/live")
     async def live() -> dict[str, Any]:
+        scenarios = await asyncio.to_thread(provider.scenarios)  # a walk of the captures folder: never on the event loop
         return {
             "upstreams": [{"name": n, "mock": upstreams.is_mock(n), "api_key_env": settings.api_key_env.get(n)} for n in upstreams.names()],
-            "scenarios": provider.scenarios(),
+            "scenarios": scenarios,
             "sessions": [{"id": s.id, "status": s.status.value, "end": s.end_kind, **s.live_source.meta()} for s in store.live_sessions()],
         }
 

@@ -31,7 +31,7 @@ from typing import Any
 from toollatch.wire.capture import ProviderEvent
 from toollatch.core.config import AssembleConfig
 from toollatch.observe.metrics import Metrics
-from toollatch.core.pipeline import Pipeline
+from toollatch.core.large import LARGE_PAYLOAD_CHARS, CappedPipeline
 from toollatch.wire.retell import retell_capped
 
 from toollatch.web.live.credentials import describe_error, scrub_value  # describe_error: re-exported
@@ -70,7 +70,7 @@ class LiveSession(Session):
         self.notify: Callable[[], None] | None = None  # set by the store: render what changed
         self._idle_watch: asyncio.Task[None] | None = None
         self.end_kind: str | None = None  # complete, truncated, dropped, cancelled, error
-        self._capture = IncrementalCapture(source.name, source.secrets)
+        self._capture = IncrementalCapture(source.name, source.secrets, LARGE_PAYLOAD_CHARS)
         self.status = Status.PLAYING
         #: A forwarded credential was found in what the session assembled (e.g. echoed in
         #: argument text split over fragments, which per-event scrubbing cannot see).
@@ -97,7 +97,7 @@ class LiveSession(Session):
 
     def reset(self) -> None:
         super().reset()
-        self.pipeline = Pipeline(
+        self.pipeline = CappedPipeline(
             config=self.config,
             registry=self.source.registry(),
             clock=lambda: time.monotonic() - self._t0,
@@ -105,11 +105,8 @@ class LiveSession(Session):
             metrics=getattr(self, "metrics", None),
             progress_events=self.forward_progress,
             coalesce_progress=True,  # byte counts folded once per piece of work (_take_progress), not per fragment
+            keep=self.large_event_calls,
         )
-
-    @property
-    def total(self) -> int:
-        return self.live_source.count
 
     def step(self, count: int = 1, *, sliced: bool = False) -> int:
         """Nothing to step: events arrive from the network."""
@@ -213,6 +210,8 @@ class LiveSession(Session):
         goes on."""
         if self.status.done or self.upstream_error or not self.live_source.json_body:
             while self.backlog.work(self, OPS_STEP):
+                if self.backlog.waiting(self):
+                    await self.backlog.read_large(self)
                 await asyncio.sleep(0)
             self.finish()
             return

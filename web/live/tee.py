@@ -150,6 +150,8 @@ class Tee:
         held is assembled whatever happens."""
         try:
             while self.feed(step):
+                if self.session.backlog.waiting(self.session):  # a large event: read in a worker thread
+                    await self.session.backlog.read_large(self.session)
                 await asyncio.sleep(0)
         except asyncio.CancelledError:
             self.feed()
@@ -193,6 +195,8 @@ class TeeWorker:
                 tee = next(iter(self._queue))
                 del self._queue[tee]
                 before = tee.size
+                if tee.session.backlog.waiting(tee.session):  # a large event: read in a worker thread
+                    await tee.session.backlog.read_large(tee.session)
                 if tee.feed(self.step):
                     self._queue[tee] = None  # the rest in a later step, after the others
                 # A feed that left events to assemble did a whole step of ops (an event of many calls).

@@ -39,6 +39,7 @@ from typing import Any
 from toollatch.observe.metrics import Metrics
 from toollatch.observe.timing import event_times
 
+from toollatch.web.replay.held import read_held
 from toollatch.web.replay.fanout import Broadcaster, Clock, Sleep, Viewer
 from toollatch.web.pages.render import Renderer
 from toollatch.web.replay.session import Session, Status
@@ -201,6 +202,7 @@ class SessionStore:
     async def _seek_run(self, session: Session, target: int, generation: int, resume: bool) -> None:
         while session.position < target and session.generation == generation and not session.status.done:
             session.step(min(SEEK_CHUNK, target - session.position), sliced=True)
+            await read_held(session)  # a large event the step stopped in front of: read in a worker thread
             await asyncio.sleep(0)  # a real yield: other sessions and requests are served meanwhile
         session.seek_target = None
         self._after_seek(session, resume)
@@ -285,6 +287,7 @@ class SessionStore:
                 if not playing():
                     break
                 session.step(FULL_SPEED_BATCH, sliced=True)
+                await read_held(session)
                 due = self._clock()
             else:
                 rate = session.effective_rate
@@ -299,7 +302,8 @@ class SessionStore:
                 carry -= count
                 while count > 0 and playing() and not session.status.done:
                     count -= session.step(count, sliced=True)
-                    if count > 0:  # a slice of input read: the due events after a yield
+                    if count > 0:  # a slice of input read (or a large event to read first): the due events after a yield
+                        await read_held(session)
                         await self._sleep(0)
             self.flush(session)
 

@@ -31,12 +31,14 @@ from toollatch.wire.capture import CaptureError, ProviderEvent
 from toollatch.core.config import AssembleConfig
 from toollatch.core.model import CallState, ToolResult
 from toollatch.observe.metrics import Metrics
+from toollatch.core.large import CappedPipeline, calls_followed
 from toollatch.core.pipeline import Pipeline
 from toollatch.redaction.redact import AssemblyEvent, CallView, hide_open_progress, hide_progress
 
 from toollatch.web.pages.cards import Card, Changes, EndState, Verdict
 from toollatch.web.mask_values import hide_stream_documents, mask_by_default
 from toollatch.web.replay.fold import fold_event
+from toollatch.web.replay.held import HeldEvent
 from toollatch.web.replay.owed import OwedResults
 from toollatch.web.replay.paging import CALLS_PAGE, MAX_CALLS_PAGE, page_results
 from toollatch.web.settings import speed_label, speed_value
@@ -103,7 +105,7 @@ class Session:
         self.position = 0
         self._events: Iterator[ProviderEvent | Slice] = self.source.iter_slices()
         first_pass = self.generation == 0
-        self.pipeline = Pipeline(
+        self.pipeline = CappedPipeline(
             config=self.config,
             registry=self.source.registry(),
             clock=lambda: self.virtual_t,
@@ -111,7 +113,9 @@ class Session:
             metrics=self.metrics if first_pass else None,
             progress_events=self.forward_progress,
             coalesce_progress=True,  # byte counts folded once per step, not per fragment (_take_progress)
+            keep=self.large_event_calls,
         )
+        self.held = HeldEvent()  # a large event the next step feeds once read (web/replay/held.py)
         self.cards: dict[str, Card] = {}
         self._ordered: list[Card] = []  # the cards in provider order, kept sorted as they appear
         self._states: Counter[CallState] = Counter()  # calls per state (state_counts)
@@ -155,6 +159,11 @@ class Session:
         state the triage panel must show (``#status[data-triage]``; ``static/app.js`` fetches
         the panel when its ``data-state`` differs, e.g. after a restart, back or seek)."""
         return f"{self.generation}:{'done' if self.status.done else 'open'}"
+
+    @property
+    def large_event_calls(self) -> int:
+        """New calls of one large event followed (:class:`~toollatch.core.large.CappedPipeline`)."""
+        return calls_followed(self.config)
 
     def set_notice(self, notice: str | None) -> None:
         """Show (or clear, with None) a one-line notice under the status bar."""
@@ -264,12 +273,14 @@ class Session:
             if self.status.done:
                 return taken
             if self.position < self.total and not self._stop_due():
-                event = next(self._events, None)
+                event = self.held.take() or next(self._events, None)
                 while isinstance(event, Slice):
                     slices += 1
                     if sliced and (slices >= SLICES_PER_STEP or not fed):
                         return taken
                     event = next(self._events, None)
+                if sliced and self.held.hold(event):
+                    return taken  # a large event: read in a worker thread first (read_held), fed by the next step
                 self.progressed()
                 if self.position == 0:
                     self.pending.controls = True  # the first event: ◀ Back becomes possible
@@ -283,7 +294,7 @@ class Session:
                         self.virtual_t += 1.0 / self.rate
                     self.position += 1
                     fed += 1
-                    self._guard(partial(self.pipeline.feed, event))
+                    self._guard(self.held.feeder(self, event))
                     if self.status.done:
                         return taken + 1
             taken += 1

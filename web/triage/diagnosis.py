@@ -27,6 +27,7 @@ from typing import Any
 from toollatch.wire.capture import ProviderEvent
 from toollatch.core.model import CallOutcome, CallState, StreamResult
 from toollatch.redaction.naive import NaiveAction, naive_lane
+from toollatch.core.large import CappedPipeline
 from toollatch.core.pipeline import Pipeline
 
 from toollatch.web.triage import breakpoint
@@ -117,14 +118,16 @@ def set_reveal(session: Session, on: bool) -> bool:
 # ------------------------------------------------------------------ full results
 
 
-def assemble_source(source: LoadedSource, config: Any) -> list[StreamResult]:
+def assemble_source(source: LoadedSource, config: Any, large_event_calls: int | None = None) -> list[StreamResult]:
     """The whole source through a fresh pipeline (virtual clock, no progress events); no
     streams when there is nothing to assemble yet (a live source before its first event,
-    or a non-streaming body not yet whole or not readable)."""
+    or a non-streaming body not yet whole or not readable). ``large_event_calls``: the
+    session's own cap on the new calls of a large event (a live session's), None: none."""
     data = source.stream_data
     if is_blank(data):
         return []
-    pipeline = Pipeline(config=config, registry=source.registry(), name=source.name, clock=lambda: 0.0, progress_events=False)
+    kwargs: dict[str, Any] = {"config": config, "registry": source.registry(), "name": source.name, "clock": lambda: 0.0, "progress_events": False}
+    pipeline = Pipeline(**kwargs) if large_event_calls is None else CappedPipeline(keep=large_event_calls, **kwargs)
     for event in iter_events(data, source.name):
         pipeline.feed(event)
     pipeline.close()
@@ -138,7 +141,7 @@ async def full_results(session: Session) -> list[StreamResult]:
     cache = _caches.setdefault(session, _Cache())
     size = (session.source.size, session.source.count)
     if cache.full is None or cache.full_size != size:
-        full = await asyncio.to_thread(assemble_source, session.source, session.config)
+        full = await asyncio.to_thread(assemble_source, session.source, session.config, session.large_event_calls)
         if (session.source.size, session.source.count) == size:  # a chunk that arrived meanwhile is not in ``full``
             cache.full, cache.full_size = full, size
         return full
@@ -178,10 +181,17 @@ def card_diagnosis(session: Session, card: Card) -> dict[str, Any] | None:
 
 
 def _compute(
-    source: LoadedSource, dialect: str | None, position: int, results: list[StreamResult] | Callable[[], list[StreamResult]], done: bool, reveal: bool
+    source: LoadedSource,
+    dialect: str | None,
+    position: int,
+    results: list[StreamResult] | Callable[[], list[StreamResult]],
+    done: bool,
+    reveal: bool,
+    untold: int = 0,
 ) -> dict[str, Any]:
     """The triage view of a replay state (runs in a worker thread). ``other_failures`` lists
-    at most :data:`MAX_OTHER_FAILURES` calls; ``other_failures_total`` counts them all."""
+    at most :data:`MAX_OTHER_FAILURES` calls; ``other_failures_total`` counts them all.
+    ``untold``: calls the session left out of large events (no naive-client lane then)."""
     if callable(results):
         results = results()
     events = Events(source, position)
@@ -219,7 +229,9 @@ def _compute(
             diagnoses.append(entry)
     lane: list[dict[str, Any]] | None = None
     lane_error: str | None = None
-    if done and dialect:
+    if done and dialect and untold:
+        lane_error = f"The naive-client lane is not computed for this stream: the dashboard left {untold} of its calls out."
+    elif done and dialect:
         try:
             lane = [_lane_row(a) for a in naive_lane(events, dialect, results)]
         except Exception as exc:  # e.g. a hostile choices[].index: only the lane is lost, named
@@ -300,7 +312,8 @@ async def _compute_safely(
     stream results of a session that has ended, which no longer change: worked out in the
     thread too, so a session of 100,000 calls never builds them on the event loop)."""
     try:
-        return await asyncio.to_thread(_compute, session.source, session.pipeline.dialect, session.position, results, done, reveal)
+        untold = getattr(session.pipeline, "untold", 0)
+        return await asyncio.to_thread(_compute, session.source, session.pipeline.dialect, session.position, results, done, reveal, untold)
     except Exception as exc:  # never a 500: the lane and contexts are extras
         log.error("session %s: triage failed with %s", session.id, type(exc).__name__)
         return {"diagnoses": [], "other_failures": [], "naive_lane": None, "naive_lane_error": None, "error": f"Triage failed ({type(exc).__name__})."}

@@ -24,7 +24,7 @@ from toollatch.demo.demos import DEMOS, Demo
 from toollatch.wire.intake import PushDecoder
 from toollatch.core.jsontext import rebuild
 from toollatch.core.model import escape_surrogates
-from toollatch.core.pipeline import Pipeline
+from toollatch.core.large import LARGE_PAYLOAD_CHARS, CappedPipeline, calls_followed
 from toollatch.core.registry import RegistryError, ToolRegistry
 from toollatch.observe.timing import ChunkTimes
 from toollatch.wire.untrusted import parse_json
@@ -205,7 +205,7 @@ def iter_sliced(data: bytes, name: str, size: int = REPLAY_SLICE) -> Iterator[Pr
     each ``size`` bytes of input read: a caller on the event loop stops at a marker and yields,
     so no input holds the loop for more than one slice's parsing, whatever its shape
     (megabytes of blank or comment lines before one event, say)."""
-    decoder = PushDecoder(name)
+    decoder = PushDecoder(name, defer_over=LARGE_PAYLOAD_CHARS)  # a large event: read in a worker thread (web/replay/held.py)
     view = memoryview(data)
     for i in range(0, len(data), size):
         yield from decoder.feed(bytes(view[i : i + size]))
@@ -215,7 +215,7 @@ def iter_sliced(data: bytes, name: str, size: int = REPLAY_SLICE) -> Iterator[Pr
 
 def check(data: bytes, name: str, config: AssembleConfig, registry: ToolRegistry | None) -> tuple[int, str | None]:
     """Dry-run ``data`` through a pipeline; return ``(events, dialect)`` or raise :class:`SourceError`."""
-    pipeline = Pipeline(config=config, registry=registry, name=name)
+    pipeline = CappedPipeline(keep=calls_followed(config), config=config, registry=registry, name=name)  # as the session will assemble it
     count = 0
     try:
         for event in iter_events(data, name):

@@ -1,0 +1,198 @@
+"""One provider event too large to read in one go on a thread that must stay responsive.
+
+An SSE event's payload can be megabytes of JSON: an OpenAI Chat chunk holding 100,000
+``tool_calls`` entries is one ~10 MB event. ``json.loads`` of it is one C call that holds
+the GIL for a quarter of a second, and its ops (two per call) are seconds of assembly and
+hundreds of megabytes of call records. A reader that must keep its event loop responsive
+(the dashboard) has its decoder leave such a payload unparsed
+(``PushDecoder(defer_over=...)``: :data:`~toollatch.wire.capture.UNPARSED`) and reads it
+here, in a worker thread:
+
+- :func:`read_unparsed` parses the payload as the decoder would have: a payload this large
+  with the standard library's pure-Python scanner (the same values and errors as
+  ``json.loads``, its reference implementation, but as Python code, so the thread gives
+  the GIL up every few milliseconds instead of holding it for the whole parse);
+- :func:`read_large_event` turns the event into its ops with the input's own dialect
+  adapter (or, for an input's first event, the adapter its payload tells), and
+  :func:`cap_new_calls` keeps the ops of the first ``keep`` calls the event *opens*; the
+  calls past them are left out, by key. Ops of calls the stream already has are always
+  kept, so no call that is shown loses a fragment.
+
+The library's own readers (``assemble``, :func:`toollatch.latch`) never defer: they read
+every call. A reader that leaves calls out says so (the dashboard names how many in a
+notice, as it does for a non-streaming body: :func:`toollatch.wire.retell.retell_capped`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from dataclasses import dataclass, field
+from typing import Any
+from toollatch.core.config import AssembleConfig
+from toollatch.core.model import CallKey, Op, StreamError
+from toollatch.core.pipeline import ADAPTER_FAULTS, Pipeline, framing_ops
+from toollatch.dialects import ADAPTERS, DialectAdapter, detect, make_adapter
+from toollatch.redaction.redact import AssemblyEvent
+from toollatch.wire.capture import UNPARSED, ProviderEvent, _parse_payload
+from toollatch.wire.envelope import LARGE_PAYLOAD_CHARS, collector_paused  # the dashboard's decoders leave payloads over it for read_large_event
+
+__all__ = ["LARGE_PAYLOAD_CHARS", "CappedPipeline", "calls_followed", "LargeEvent", "cap_new_calls", "is_large", "read_large_event", "read_now", "read_unparsed"]
+
+
+def read_unparsed(event: ProviderEvent, name: str) -> ProviderEvent:
+    """``event`` (``data`` :data:`~toollatch.wire.capture.UNPARSED`, payload text in
+    ``raw``) parsed: the event the decoder would have made had it parsed the payload
+    itself, with the same value, or the same ``error`` when the payload is not JSON.
+    ``name`` names the input in that error. A payload of this size is parsed by the
+    pure-Python scanner (:func:`toollatch.wire.envelope.parse_envelope`), so a worker thread
+    reading it gives the GIL up every few milliseconds. Any other event is returned as it is."""
+    if event.data is not UNPARSED or event.raw is None:
+        return event
+    return _parse_payload(event.raw, event.event, name, event.line, event.offset, event.framing)
+
+
+def cap_new_calls(
+    ops: list[Op], known: Container[CallKey], keep: int, earlier: Container[CallKey] = frozenset()
+) -> tuple[list[Op], set[CallKey]]:
+    """``ops`` with the ops of every call past the first ``keep`` new ones left out:
+    ``(kept ops, keys left out)``. A call is new when its key is not in ``known`` (the
+    keys the stream already has: :meth:`~toollatch.core.pipeline.Pipeline.call_keys`);
+    ops of a key in ``earlier`` (calls left out before) are left out too, and not counted
+    again. Ops without a key (stream start, end, quirks) are always kept, in order."""
+    kept: list[Op] = []
+    opened: set[CallKey] = set()
+    left_out: set[CallKey] = set()
+    for op in ops:
+        key = getattr(op, "key", None)
+        if key is None or key in opened or key in known:
+            kept.append(op)
+        elif key in left_out or key in earlier:
+            continue
+        elif len(opened) < keep:
+            opened.add(key)
+            kept.append(op)
+        else:
+            left_out.add(key)
+    return kept, left_out
+
+
+@dataclass
+class LargeEvent:
+    """What :func:`read_large_event` read. ``ops`` is None when the event is for
+    :meth:`~toollatch.core.pipeline.Pipeline.feed` as it is (``event``: parsed; an
+    unreadable payload, or an event the pipeline's ``ops_of`` would not take); else the
+    event's ops, of at most ``keep`` new calls, with ``left_out`` the keys of the calls left
+    out. ``adopt``: the dialect and adapter the input's first event told, to hand to
+    :meth:`~toollatch.core.pipeline.Pipeline.adopt` before the ops are applied."""
+
+    event: ProviderEvent
+    ops: list[Op] | None = None
+    left_out: set[CallKey] = field(default_factory=set)
+    adopt: tuple[str, DialectAdapter] | None = None
+
+
+def read_large_event(
+    event: ProviderEvent,
+    state: tuple[str | None, DialectAdapter | None, bool],
+    known: Container[CallKey],
+    keep: int,
+    name: str,
+    earlier: Container[CallKey] = frozenset(),
+) -> LargeEvent:
+    """Read one deferred ``event`` of an input whose pipeline is in ``state``
+    (:meth:`~toollatch.core.pipeline.Pipeline.adapter_state`, taken when the event was
+    reached) into its ops, keeping the first ``keep`` calls it opens (:func:`cap_new_calls`
+    against ``known`` and ``earlier``). Meant for a worker thread while nothing else feeds that pipeline:
+    it feeds the pipeline's adapter (or a new one, for the first event), never the pipeline
+    itself. Adapter faults become the stream error the pipeline would make of them."""
+    with collector_paused():  # a million objects built and let go: no collection walks them meanwhile
+        return _read(event, state, known, keep, name, earlier)
+
+
+def _read(
+    event: ProviderEvent,
+    state: tuple[str | None, DialectAdapter | None, bool],
+    known: Container[CallKey],
+    keep: int,
+    name: str,
+    earlier: Container[CallKey],
+) -> LargeEvent:
+    parsed = read_unparsed(event, name)
+    if parsed.error is not None or parsed.data is None:
+        return LargeEvent(parsed)
+    dialect, adapter, fresh = state
+    adopt = None
+    if adapter is None:
+        found = detect(parsed) if fresh else None
+        if found not in ADAPTERS:
+            return LargeEvent(parsed)
+        assert found is not None
+        dialect, adapter = found, make_adapter(found)
+        adopt = (found, adapter)
+    ops: list[Op] = framing_ops(parsed.framing) if parsed.framing else []
+    try:
+        ops += adapter.feed(parsed)
+    except ADAPTER_FAULTS as exc:
+        why = "nested too deep" if isinstance(exc, RecursionError) else type(exc).__name__
+        ops.append(StreamError(f"{name}:{parsed.line} (byte {parsed.offset}): cannot interpret {dialect} event ({why})"))
+    kept, left_out = cap_new_calls(ops, known, keep, earlier)
+    return LargeEvent(parsed._replace(data=None), kept, left_out, adopt)
+
+
+def read_now(pipeline: Pipeline, event: ProviderEvent, keep: int, earlier: Container[CallKey] = frozenset()) -> LargeEvent:
+    """:func:`read_large_event` of ``event`` for ``pipeline`` in its present state, on the
+    calling thread (an adapter to adopt is left to the caller:
+    :meth:`CappedPipeline.take`)."""
+    return read_large_event(event, pipeline.adapter_state(), pipeline.call_keys(), keep, pipeline.name, earlier)
+
+
+def calls_followed(config: AssembleConfig) -> int:
+    """The new calls of one large event the dashboard follows: one more than
+    ``max_tool_calls_in_flight_assemble``, so the first call past that limit is shown
+    failing ``too_many_tool_calls``."""
+    return config.max_tool_calls_in_flight_assemble + 1
+
+
+def is_large(event: ProviderEvent) -> bool:
+    """``event``'s payload is over :data:`LARGE_PAYLOAD_CHARS` characters (or left unparsed)."""
+    return event.data is UNPARSED or (event.raw is not None and len(event.raw) > LARGE_PAYLOAD_CHARS)
+
+
+class CappedPipeline(Pipeline):
+    """A :class:`~toollatch.core.pipeline.Pipeline` that follows at most ``keep`` new
+    calls of each large event (:func:`is_large`; :func:`read_large_event`): the calls past
+    them are left out, counted in :attr:`untold`, and their later ops dropped. The dashboard
+    assembles a live stream so, and every pass it makes again over the same bytes (timing,
+    triage) too, so they all tell the same calls. Other arguments as the pipeline's."""
+
+    def __init__(self, *args: Any, keep: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.keep = keep
+        #: keys of the calls left out
+        self.left_out: set[CallKey] = set()
+
+    @property
+    def untold(self) -> int:
+        """How many calls were left out."""
+        return len(self.left_out)
+
+    def feed(self, event: ProviderEvent) -> list[AssemblyEvent]:
+        if not (self.left_out or is_large(event)):
+            return super().feed(event)
+        return self.take(read_now(self, event, self.keep, self.left_out))
+
+    def take(self, read: LargeEvent) -> list[AssemblyEvent]:
+        """Apply an event read by :func:`read_large_event` (its adapter adopted first)."""
+        if read.adopt is not None:
+            self.adopt(*read.adopt)
+        if read.ops is None:
+            return super().feed(read.event)
+        self.left_out |= read.left_out
+        return self.apply_ops(read.ops)
+
+    def ops_of(self, event: ProviderEvent) -> list[Op] | None:
+        ops = super().ops_of(event)
+        if ops and self.left_out:
+            left_out = self.left_out
+            ops = [op for op in ops if getattr(op, "key", None) not in left_out]
+        return ops

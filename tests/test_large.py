@@ -1,0 +1,120 @@
+"""Tests for toollatch.core.large: an event left unparsed by its decoder reads as it would
+have read, and its ops keep the first calls it opens."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import CAPTURES, CASES, require_shared
+from toollatch.core.large import LARGE_PAYLOAD_CHARS, CappedPipeline, cap_new_calls, read_now, read_unparsed
+from toollatch.core.model import ArgsFragment, CallStart, Quirk, StreamEnd
+from toollatch.core.pipeline import Pipeline
+from toollatch.wire.capture import UNPARSED, CaptureError, ProviderEvent
+from toollatch.wire.intake import PushDecoder
+
+
+def shared_files() -> list[Path]:
+    files = [p for folder in (CAPTURES, CASES) if folder.is_dir() for p in sorted(folder.rglob("*"))]
+    return [p for p in files if p.is_file() and not p.name.endswith(".json")]
+
+
+def decode(raw: bytes, defer_over: int | None) -> list[ProviderEvent]:
+    decoder = PushDecoder("in", defer_over=defer_over)
+    return [*decoder.feed(raw), *decoder.close()]
+
+
+def verdicts(pipeline: Pipeline) -> list[object]:
+    return [(r.end, [(c.key, c.call_id, c.name, c.state, c.reason, c.arguments) for c in r.calls]) for r in pipeline.results()]
+
+
+def test_a_payload_over_the_limit_is_left_unparsed_with_its_text() -> None:
+    small, big = '{"a":1}', json.dumps({"b": "x" * 100})
+    events = decode(f"data: {small}\n\ndata: {big}\n\n".encode(), defer_over=50)
+    assert events[0].data == {"a": 1}
+    assert events[1].data is UNPARSED and events[1].raw == big and events[1].error is None
+    assert read_unparsed(events[1], "in") == decode(f"data: {small}\n\ndata: {big}\n\n".encode(), None)[1]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    ['{"a": [1, 2.5e3, null, true, "\\u00e9"]}', '{"a": 1, "a": 2}', '{"n": NaN}', "[1, 2", '{"a": 1} x', "  {}  ", '"\\ud800"', "[" * 500 + "]" * 500],
+)
+def test_reading_an_unparsed_payload_gives_the_decoders_event(payload: str) -> None:
+    raw = f"data: {payload}\n\n".encode()
+    deferred = decode(raw, defer_over=0)
+    assert deferred[0].data is UNPARSED
+    assert read_unparsed(deferred[0], "in") == decode(raw, None)[0]
+
+
+def test_every_shared_capture_and_case_reads_the_same_deferred() -> None:
+    require_shared(CAPTURES)
+    for path in shared_files():
+        raw = path.read_bytes()
+        plain = decode(raw, None)
+        assert [read_unparsed(e, "in") for e in decode(raw, 0)] == plain, path.name
+
+
+def test_every_shared_capture_and_case_assembles_the_same_read_as_large_events() -> None:
+    """Every event left unparsed and read as a large one (keeping every call): the first
+    event's adapter adopted, framing notes, unreadable payloads, every dialect; the same
+    verdicts."""
+    require_shared(CAPTURES)
+    checked = 0
+    for path in shared_files():
+        raw = path.read_bytes()
+        plain = Pipeline(name="in")
+        try:
+            for event in decode(raw, None):
+                plain.feed(event)
+            plain.close()
+        except CaptureError:
+            continue
+        large = CappedPipeline(name="in", keep=10**9)
+        for event in decode(raw, 0):
+            large.feed(event)
+        large.close()
+        assert verdicts(large) == verdicts(plain) and large.untold == 0, path.name
+        checked += 1
+    assert checked >= 40
+
+
+def test_the_first_calls_an_event_opens_are_kept_and_known_calls_keep_every_op() -> None:
+    ops = [
+        Quirk("x"), ArgsFragment((0, 9), "{"),  # a call the stream already has
+        CallStart((0, 0), "a", "f"), CallStart((0, 1), "b", "f"), CallStart((0, 2), "c", "f"),
+        ArgsFragment((0, 2), "{}"), ArgsFragment((0, 0), "{}"), ArgsFragment((0, 7), "{}"), StreamEnd("stop"),
+    ]
+    kept, left_out = cap_new_calls(ops, known={(0, 9)}, keep=2, earlier={(0, 7)})
+    assert kept == [ops[0], ops[1], ops[2], ops[3], ops[6], ops[8]]
+    assert left_out == {(0, 2)}  # (0, 7) was left out before: dropped, not counted again
+
+
+def openai_event(count: int) -> bytes:
+    entries = [{"index": i, "id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}} for i in range(count)]
+    docs = [{"choices": [{"index": 0, "delta": {"tool_calls": entries}}]}, {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+    return ("".join(f"data: {json.dumps(d)}\n\n" for d in docs) + "data: [DONE]\n\n").encode()
+
+
+def test_an_event_of_many_calls_keeps_the_first_and_their_verdicts() -> None:
+    raw = openai_event(500)
+    plain = Pipeline(name="in")
+    for event in decode(raw, None):
+        plain.feed(event)
+    plain.close()
+    events = decode(raw, 1000)
+    assert events[0].data is UNPARSED
+    read = read_now(CappedPipeline(name="in", keep=33), events[0], keep=33)
+    assert read.ops is not None and len(read.left_out) == 467 and read.adopt is not None
+    for deferred in (1000, None):  # left unparsed by the decoder, or parsed and over the limit
+        large = CappedPipeline(name="in", keep=33)
+        for event in decode(raw, deferred):
+            if deferred is None and event.raw is not None and len(event.raw) > 1000:
+                event = event._replace(raw=event.raw + " " * LARGE_PAYLOAD_CHARS)  # taken as large
+            large.feed(event)
+        large.close()
+        kept = verdicts(large)[0][1]  # type: ignore[index]
+        assert len(kept) == 33 and kept == verdicts(plain)[0][1][:33]  # type: ignore[index]
+        assert {c[3].value for c in kept} == {"committed", "failed"} and large.untold == 467

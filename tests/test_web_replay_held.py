@@ -1,0 +1,96 @@
+"""A replay's large event (web/replay/held.py): read in a worker thread before it is fed,
+the first calls it opens followed, the others counted, as a live session does."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from toollatch.core.config import AssembleConfig
+from toollatch.core.large import LARGE_PAYLOAD_CHARS
+from toollatch.web.pages.render import Renderer
+from toollatch.web.replay import held
+from toollatch.web.replay.runner import SessionStore
+from toollatch.web.replay.session import Session
+from toollatch.web.app import resource_dir
+from toollatch.web.settings import FULL_SPEED, Settings
+from toollatch.web.triage.sources import LoadedSource, check
+
+from .test_live_backlog import gemini_event, one_event, whole_verdicts
+
+
+def source_of(wire: bytes, dialect: str) -> LoadedSource:
+    events, found = check(wire, "big.sse", AssembleConfig(), None)
+    assert found == dialect
+    return LoadedSource("upload", "big.sse", "big.sse", "", wire, events, dialect, None, None)
+
+
+def shown(session: Session) -> list[tuple[object, ...]]:
+    return [(c.call_id, c.name, c.state, c.reason) for r in session.pipeline.results() for c in r.calls]
+
+
+@pytest.mark.parametrize(("dialect", "wire", "total"), [("openai-chat", one_event(6000), 6000), ("gemini", gemini_event(20000), 20000)])
+def test_a_replay_reads_a_large_event_in_a_worker_thread_and_follows_its_first_calls(dialect: str, wire: bytes, total: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert len(wire) > LARGE_PAYLOAD_CHARS
+    threads: list[str] = []
+    real = held.read_large_event
+
+    def read(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(held, "read_large_event", read)
+    settings = Settings()
+
+    async def run() -> tuple[Session, str]:
+        store = SessionStore(settings, Renderer(resource_dir("templates"), settings))
+        session = store.create(source_of(wire, dialect), speed=FULL_SPEED)
+        deadline = time.monotonic() + 60
+        while not session.status.done and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        await store.shutdown()
+        return session, threading.current_thread().name
+
+    session, loop_thread = asyncio.run(run())
+    assert session.status.value == "finished" and threads and loop_thread not in threads
+    keep = AssembleConfig().max_tool_calls_in_flight_assemble + 1
+    whole = whole_verdicts(wire, dialect)
+    calls = shown(session)
+    assert len(whole) == total and len(calls) == keep and len(session.cards) == keep
+    assert [c[1:] for c in calls] == [w[1:] for w in whole[:keep]]
+    assert session.pipeline.untold == total - keep  # type: ignore[attr-defined]
+    assert session.notice and f"{total - keep} calls are not assembled here" in session.notice
+
+
+def test_stepping_by_hand_and_back_over_a_large_event_gives_the_same_state() -> None:
+    wire = one_event(6000)
+
+    async def run() -> tuple[list[Any], list[Any]]:
+        settings = Settings()
+        store = SessionStore(settings, Renderer(resource_dir("templates"), settings))
+        session = store.create(source_of(wire, "openai-chat"), autoplay=False)
+        store.step(session, 1)  # stops in front of the large event: read in a worker thread, then fed
+        deadline = time.monotonic() + 60
+        while session.position < 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        first = shown(session)
+        store.seek(session, session.total)
+        while not session.status.done and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        end = shown(session)
+        store.back(session)  # rebuilt from the start: the large event read again
+        while session.position != session.total - 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        while session.seek_target is not None and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        again = shown(session)
+        await store.shutdown()
+        assert len(first) == 33 and [c[0] for c in again] == [c[0] for c in end]
+        return first, end
+
+    first, end = asyncio.run(run())
+    assert [c[0] for c in first] == [c[0] for c in end]
