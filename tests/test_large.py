@@ -118,3 +118,57 @@ def test_an_event_of_many_calls_keeps_the_first_and_their_verdicts() -> None:
         kept = verdicts(large)[0][1]  # type: ignore[index]
         assert len(kept) == 33 and kept == verdicts(plain)[0][1][:33]  # type: ignore[index]
         assert {c[3].value for c in kept} == {"committed", "failed"} and large.untold == 467
+
+
+def spread_calls(count: int, streams: int = 1) -> bytes:
+    """``streams`` streams of ``count`` calls, each call in an event of its own."""
+    out = []
+    for s in range(streams):
+        for i in range(count):
+            entry = {"index": i, "id": f"s{s}c{i}", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
+            out.append({"id": f"chunk{s}", "choices": [{"index": 0, "delta": {"tool_calls": [entry]}}]})
+        out.append({"id": f"chunk{s}", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return ("".join(f"data: {json.dumps(d)}\n\n" for d in out) + "data: [DONE]\n\n").encode()
+
+
+def test_a_stream_of_many_small_events_is_followed_for_its_first_calls_only() -> None:
+    raw = spread_calls(150)
+    plain = Pipeline(name="in")
+    capped = CappedPipeline(name="in", keep=40)
+    for event in decode(raw, None):
+        plain.feed(event)
+        capped.feed(event)
+    plain.close()
+    capped.close()
+    kept = verdicts(capped)[0][1]  # type: ignore[index]
+    assert len(kept) == 40 and kept == verdicts(plain)[0][1][:40] and capped.untold == 110  # type: ignore[index]
+
+
+def anthropic_messages(count: int, messages: int) -> bytes:
+    """``messages`` Anthropic messages in one input, each of ``count`` tool_use blocks."""
+    out: list[tuple[str, dict[str, object]]] = []
+    for m in range(messages):
+        out.append(("message_start", {"type": "message_start", "message": {"id": f"m{m}", "type": "message", "role": "assistant", "content": [], "model": "x", "stop_reason": None, "usage": {"input_tokens": 1, "output_tokens": 1}}}))
+        for i in range(count):
+            block = {"type": "tool_use", "id": f"m{m}t{i}", "name": "f", "input": {}}
+            out.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": block}))
+            out.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": '{"a":1}'}}))
+            out.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+        out.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 1}}))
+        out.append(("message_stop", {"type": "message_stop"}))
+    return "".join(f"event: {kind}\ndata: {json.dumps(doc)}\n\n" for kind, doc in out).encode()
+
+
+def test_each_stream_has_its_own_calls_followed() -> None:
+    # the same keys in a later stream are new calls there, not calls left out
+    raw = anthropic_messages(30, messages=2)
+    plain = Pipeline(name="in")
+    capped = CappedPipeline(name="in", keep=20)
+    for event in decode(raw, None):
+        plain.feed(event)
+        capped.feed(event)
+    plain.close()
+    capped.close()
+    assert [len(r.calls) for r in plain.results()] == [30, 30]
+    assert [len(r.calls) for r in capped.results()] == [20, 20] and capped.untold == 20
+    assert [c.state.value for r in capped.results() for c in r.calls] == ["committed"] * 40

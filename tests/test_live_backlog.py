@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from toollatch.core.config import AssembleConfig
-from toollatch.core.large import LARGE_PAYLOAD_CHARS
+from toollatch.core.large import CALLS_FOLLOWED_PER_STREAM, LARGE_PAYLOAD_CHARS
 from toollatch.core.pipeline import Pipeline
 from toollatch.wire.intake import PushDecoder
 from toollatch.web.live.backlog import OPS_STEP
@@ -28,7 +28,7 @@ def one_event(count: int) -> bytes:
     return ("".join(f"data: {json.dumps(d)}\n\n" for d in docs) + "data: [DONE]\n\n").encode()
 
 
-WIRE = one_event(OPS_STEP * 4)
+WIRE = one_event(OPS_STEP * 3)
 
 
 def test_an_event_of_many_calls_is_assembled_in_parts_between_other_work() -> None:
@@ -56,7 +56,7 @@ def test_an_event_of_many_calls_is_assembled_in_parts_between_other_work() -> No
 
     asyncio.run(run())
     assert outcome(parts)[:3] == outcome(whole)[:3]
-    assert len(whole.cards) == OPS_STEP * 4
+    assert len(whole.cards) == OPS_STEP * 3
     between = {n for n in seen if 0 < n < len(whole.cards)}
     assert len(between) >= 3, sorted(set(seen))  # the other coroutine ran while the event was half assembled
 
@@ -64,7 +64,7 @@ def test_an_event_of_many_calls_is_assembled_in_parts_between_other_work() -> No
 def test_feeding_whole_is_unchanged_and_leaves_no_backlog() -> None:
     session: LiveSession = live()
     session.feed_bytes(WIRE)
-    assert not session.backlog and len(session.cards) == OPS_STEP * 4
+    assert not session.backlog and len(session.cards) == OPS_STEP * 3
 
 
 def test_a_stop_drops_what_is_not_yet_assembled() -> None:
@@ -89,13 +89,13 @@ def test_the_tee_worker_yields_between_the_parts_of_an_event_of_many_calls() -> 
         tee.append(WIRE)
         worker.queue(tee)
         async with asyncio.timeout(10):
-            while tee.size or parts.backlog or not seen or seen[-1] < OPS_STEP * 4:
+            while tee.size or parts.backlog or not seen or seen[-1] < OPS_STEP * 3:
                 seen.append(len(parts.cards))
                 await asyncio.sleep(0)  # one turn of the event loop
         await worker.aclose()
 
     asyncio.run(run())
-    between = {n for n in seen if 0 < n < OPS_STEP * 4}
+    between = {n for n in seen if 0 < n < OPS_STEP * 3}
     assert len(between) >= 3, sorted(set(seen))  # this coroutine ran while the event was half assembled
 
 
@@ -148,7 +148,7 @@ def test_a_large_event_is_read_in_a_worker_thread_and_keeps_the_first_calls_it_o
 
     loop_thread = asyncio.run(run())
     assert threads and loop_thread not in threads
-    keep = AssembleConfig().max_tool_calls_in_flight_assemble + 1
+    keep = CALLS_FOLLOWED_PER_STREAM
     total = 6000 if dialect == "openai-chat" else 20000
     shown = [(c.call_id, c.name, c.state, c.reason) for r in session.pipeline.results() for c in r.calls]
     whole = whole_verdicts(wire, dialect)
@@ -164,7 +164,7 @@ def test_a_large_event_is_read_in_a_worker_thread_and_keeps_the_first_calls_it_o
 
 def test_calls_left_out_of_a_large_event_stay_out_when_later_events_name_them() -> None:
     entries = [{"index": i, "id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": ""}} for i in range(6000)]
-    later = [{"index": i, "function": {"arguments": '{"a":1}'}} for i in (0, 40, 5999)]
+    later = [{"index": i, "function": {"arguments": '{"a":1}'}} for i in (0, 1500, 5999)]
     docs = [
         {"choices": [{"index": 0, "delta": {"tool_calls": entries}}]},
         {"choices": [{"index": 0, "delta": {"tool_calls": later}}]},
@@ -182,9 +182,10 @@ def test_calls_left_out_of_a_large_event_stay_out_when_later_events_name_them() 
 
     asyncio.run(run())
     calls = {c.call_id: c for r in session.pipeline.results() for c in r.calls}
-    assert len(calls) == 33 and "c40" not in calls and "c5999" not in calls
+    assert len(calls) == CALLS_FOLLOWED_PER_STREAM and "c1500" not in calls and "c5999" not in calls
     assert calls["c0"].state.value == "committed" and calls["c0"].arguments == {"a": 1}
-    assert session.live_source.untold_calls == 6000 - 33
+    assert calls["c999"].state.value == "failed"  # past the in-flight limit: too_many_tool_calls
+    assert session.live_source.untold_calls == 6000 - CALLS_FOLLOWED_PER_STREAM
 
 
 def test_a_large_event_fed_whole_is_read_at_once_with_the_same_calls() -> None:
@@ -202,4 +203,4 @@ def test_a_large_event_fed_whole_is_read_at_once_with_the_same_calls() -> None:
     whole.feed_bytes(wire)  # no step: a caller that cannot wait reads it where it is
     whole.finish()
     assert outcome(whole)[:3] == outcome(stepped)[:3]
-    assert whole.live_source.untold_calls == stepped.live_source.untold_calls == 6000 - 33
+    assert whole.live_source.untold_calls == stepped.live_source.untold_calls == 6000 - CALLS_FOLLOWED_PER_STREAM

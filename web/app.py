@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -163,6 +164,10 @@ def create_app(
     return app
 
 
+#: The interpreter's thread switch interval in a dashboard's server process (seconds).
+SWITCH_INTERVAL_S = 0.0005
+
+
 def run(settings: Settings | None = None) -> None:
     """Serve the dashboard with uvicorn on ``settings.host:settings.port`` (loopback by default)."""
     import uvicorn
@@ -171,4 +176,11 @@ def run(settings: Settings | None = None) -> None:
     if settings.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("binding %s: the dashboard is meant for loopback only", settings.host)
     app = create_app(settings, freeze_heap=True)
+    # Worker threads (a dry run, a recording's check, triage) run Python code while the
+    # event loop serves sockets: after each system call the loop waits for the GIL again,
+    # up to one switch interval each time (5 ms by default), so a request of a few system
+    # calls waits tens of milliseconds behind one busy thread. A shorter interval bounds
+    # those waits (stall_probe: worst answer to GET /api/live during a 20 MiB upload of
+    # comment lines 998 -> 101 ms).
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", **SERVER_OPTIONS)  # no Date/Server of its own: toollatch.web.server

@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any
-from toollatch.core.config import AssembleConfig
 from toollatch.core.model import CallKey, Op, StreamError
 from toollatch.core.pipeline import ADAPTER_FAULTS, Pipeline, framing_ops
 from toollatch.dialects import ADAPTERS, DialectAdapter, detect, make_adapter
@@ -36,7 +35,7 @@ from toollatch.redaction.redact import AssemblyEvent
 from toollatch.wire.capture import UNPARSED, ProviderEvent, _parse_payload
 from toollatch.wire.envelope import LARGE_PAYLOAD_CHARS, collector_paused  # the dashboard's decoders leave payloads over it for read_large_event
 
-__all__ = ["LARGE_PAYLOAD_CHARS", "CappedPipeline", "calls_followed", "LargeEvent", "cap_new_calls", "is_large", "read_large_event", "read_now", "read_unparsed"]
+__all__ = ["CALLS_FOLLOWED_PER_STREAM", "LARGE_PAYLOAD_CHARS", "CappedPipeline", "LargeEvent", "cap_new_calls", "is_large", "read_large_event", "read_now", "read_unparsed"]
 
 
 def read_unparsed(event: ProviderEvent, name: str) -> ProviderEvent:
@@ -146,11 +145,8 @@ def read_now(pipeline: Pipeline, event: ProviderEvent, keep: int, earlier: Conta
     return read_large_event(event, pipeline.adapter_state(), pipeline.call_keys(), keep, pipeline.name, earlier)
 
 
-def calls_followed(config: AssembleConfig) -> int:
-    """The new calls of one large event the dashboard follows: one more than
-    ``max_tool_calls_in_flight_assemble``, so the first call past that limit is shown
-    failing ``too_many_tool_calls``."""
-    return config.max_tool_calls_in_flight_assemble + 1
+#: Calls of one stream the dashboard follows one by one (the first ones; ~1,000 cards).
+CALLS_FOLLOWED_PER_STREAM = 1000
 
 
 def is_large(event: ProviderEvent) -> bool:
@@ -158,28 +154,52 @@ def is_large(event: ProviderEvent) -> bool:
     return event.data is UNPARSED or (event.raw is not None and len(event.raw) > LARGE_PAYLOAD_CHARS)
 
 
-class CappedPipeline(Pipeline):
-    """A :class:`~toollatch.core.pipeline.Pipeline` that follows at most ``keep`` new
-    calls of each large event (:func:`is_large`; :func:`read_large_event`): the calls past
-    them are left out, counted in :attr:`untold`, and their later ops dropped. The dashboard
-    assembles a live stream so, and every pass it makes again over the same bytes (timing,
-    triage) too, so they all tell the same calls. Other arguments as the pipeline's."""
+class _KnownKeys:
+    """The keys a stream's ops named its calls by, looked up in place (no copy per event)."""
 
-    def __init__(self, *args: Any, keep: int, **kwargs: Any) -> None:
+    __slots__ = ("_calls", "_alias")
+
+    def __init__(self, stream: Any) -> None:
+        self._calls, self._alias = stream._calls, stream._alias
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._calls or key in self._alias
+
+
+class CappedPipeline(Pipeline):
+    """A :class:`~toollatch.core.pipeline.Pipeline` that follows the first ``keep`` calls
+    of each stream: the ops of the calls a stream opens past them are left out (whether
+    they come in one event of 100,000 calls or in 100,000 events), the calls counted in
+    :attr:`untold`, and their later ops dropped too. A large event (:func:`is_large`) is read
+    through :func:`read_large_event` (the same ops, capped alike). The dashboard assembles a
+    stream so, and every pass it makes again over the same bytes (timing, triage, dry runs)
+    too, so they all tell the same calls. Other arguments as the pipeline's."""
+
+    def __init__(self, *args: Any, keep: int = CALLS_FOLLOWED_PER_STREAM, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.keep = keep
-        #: keys of the calls left out
+        #: keys of the current stream's calls left out (their later ops are dropped)
         self.left_out: set[CallKey] = set()
+        self._left_in: object = None  # the stream those keys belong to
+        self._untold = 0  # calls left out, every stream
 
     @property
     def untold(self) -> int:
-        """How many calls were left out."""
-        return len(self.left_out)
+        """How many calls were left out (every stream of the input)."""
+        return self._untold
+
+    def room(self) -> int:
+        """New calls the current stream may still open."""
+        streams = self._streams
+        return self.keep - len(streams[-1]._calls) if streams else self.keep
 
     def feed(self, event: ProviderEvent) -> list[AssemblyEvent]:
-        if not (self.left_out or is_large(event)):
+        if is_large(event):
+            return self.take(read_now(self, event, self.room(), self.earlier()))
+        ops = self.ops_of(event)
+        if ops is None:
             return super().feed(event)
-        return self.take(read_now(self, event, self.keep, self.left_out))
+        return self.apply_ops(ops)
 
     def take(self, read: LargeEvent) -> list[AssemblyEvent]:
         """Apply an event read by :func:`read_large_event` (its adapter adopted first)."""
@@ -187,12 +207,44 @@ class CappedPipeline(Pipeline):
             self.adopt(*read.adopt)
         if read.ops is None:
             return super().feed(read.event)
-        self.left_out |= read.left_out
+        self._leave_out(read.left_out)
         return self.apply_ops(read.ops)
 
     def ops_of(self, event: ProviderEvent) -> list[Op] | None:
+        """The pipeline's ops of ``event``, without those of the calls left out."""
         ops = super().ops_of(event)
-        if ops and self.left_out:
-            left_out = self.left_out
-            ops = [op for op in ops if getattr(op, "key", None) not in left_out]
-        return ops
+        if not ops or (not self.left_out and len(ops) <= self.room()):  # each op opens one call at most
+            return ops
+        kept, left_out = cap_new_calls(ops, _KnownKeys(self._streams[-1]) if self._streams else (), self.room(), self.earlier())
+        self._leave_out(left_out)
+        return kept
+
+    def close(self) -> list[AssemblyEvent]:
+        out = super().close()
+        self._forget()
+        return out
+
+    def cancel(self, detail: str = "user stop") -> list[AssemblyEvent]:
+        out = super().cancel(detail)
+        self._forget()
+        return out
+
+    def _forget(self) -> None:
+        """Input over: what followed the calls left out goes (the adapter knew every one of
+        them), freed by reference counting, so no later collection has to walk it."""
+        if self._untold:
+            self.left_out = set()
+            if self._adapter is not None:
+                self._adapter = make_adapter(self._dialect) if self._dialect in ADAPTERS else None  # type: ignore[arg-type]
+
+    def earlier(self) -> set[CallKey]:
+        """The calls left out of the current stream (none once another stream began)."""
+        current = self._streams[-1] if self._streams else None
+        if self._left_in is not current:
+            self.left_out, self._left_in = set(), current
+        return self.left_out
+
+    def _leave_out(self, keys: set[CallKey]) -> None:
+        if keys:
+            self.earlier().update(keys)
+            self._untold += len(keys)

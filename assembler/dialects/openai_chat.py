@@ -199,10 +199,9 @@ class OpenAIChatAdapter:
     def _end(self, detail: str) -> list[Op]:
         self._ended = True
         ops: list[Op] = []
-        for state in self._choices.values():
-            for key in state.whole_in_start:
-                if state.fragments.get(key) == 1:
-                    ops.append(Quirk("whole_call_in_one_delta"))
+        whole = sum(1 for state in self._choices.values() for key in state.whole_in_start if state.fragments.get(key) == 1)
+        if whole:  # one op for them all (a stream of 100,000 calls: not 100,000 ops)
+            ops.append(Quirk("whole_call_in_one_delta", whole))
         reasons = [state.reason for state in self._choices.values() if state.reason]
         ops.extend(end_ops("finish_reason", reasons, detail))
         return ops

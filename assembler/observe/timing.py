@@ -206,17 +206,17 @@ def timed_pass(
     *,
     config: AssembleConfig | None = None,
     registry: ToolRegistry | None = None,
-    large_event_calls: int | None = None,
+    calls_followed: int | None = None,
 ) -> TimedPass:
     """Assemble timed chunks with the pipeline clock at each chunk's arrival time.
 
     Linear in the body; a stream that cannot be read yields what was found up to the
     fault (the session shows the fault itself). Times are seconds since the first byte.
-    ``large_event_calls``: follow only that many new calls of a large event, as the
+    ``calls_followed``: follow only the first that many calls of each stream, as the
     session timed did (:class:`~toollatch.core.large.CappedPipeline`); None: every call."""
     now = [0.0]
     kwargs: dict[str, Any] = {"config": config, "registry": registry, "clock": lambda: now[0], "name": name, "progress_events": False}
-    pipeline = Pipeline(**kwargs) if large_event_calls is None else CappedPipeline(keep=large_event_calls, **kwargs)
+    pipeline = Pipeline(**kwargs) if calls_followed is None else CappedPipeline(keep=calls_followed, **kwargs)
     decoder = PushDecoder(name)
     out = TimedPass()
     starts: list[float] = []

@@ -11,10 +11,10 @@ so the proxy's tee yields to the event loop between two parts
 An event whose payload is too large to parse on the event loop
 (:data:`~toollatch.core.large.LARGE_PAYLOAD_CHARS`: the session's decoder leaves it
 unparsed) waits at the head of the backlog until :meth:`Backlog.read_large` has read it in
-a worker thread (:func:`~toollatch.core.large.read_large_event`): parsed, turned into ops,
-and cut to the first ``max_tool_calls_in_flight_assemble + 1`` calls it opens. The calls
-left out are named by count in the session's notice and in ``untold_calls``; later ops of
-theirs are dropped too.
+a worker thread (:func:`~toollatch.core.large.read_large_event`: parsed and turned into
+ops). A stream's calls past the first :data:`~toollatch.core.large.CALLS_FOLLOWED_PER_STREAM`
+are left out (:class:`~toollatch.core.large.CappedPipeline`), named by count in the
+session's notice and in ``untold_calls``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from toollatch.core.large import LargeEvent, read_large_event, read_now
 from toollatch.core.model import Op
 from toollatch.wire.capture import UNPARSED, ProviderEvent
 
-from toollatch.web.replay.held import untold_notice
+from toollatch.web.replay.held import note_untold
 
 if TYPE_CHECKING:
     from toollatch.web.live.session import LiveSession
@@ -57,10 +57,8 @@ class Backlog:
         self._ops, self._at = [], 0
 
     def waiting(self, session: LiveSession) -> bool:
-        """The next event to assemble is to be read by :meth:`read_large` first: a large
-        one, or any once calls were left out (the adapter still knows those calls: an end
-        of stream gives an op for each of them)."""
-        return self._at >= len(self._ops) and bool(self._events) and (self._events[0].data is UNPARSED or bool(session.pipeline.left_out))
+        """The next event to assemble is a large one, to be read by :meth:`read_large` first."""
+        return self._at >= len(self._ops) and bool(self._events) and self._events[0].data is UNPARSED
 
     async def read_large(self, session: LiveSession) -> None:
         """Read the large event at the head of the backlog in a worker thread (one read at a
@@ -71,7 +69,7 @@ class Backlog:
         event = self._events[0]
         if self._reading is None:
             pipeline = session.pipeline
-            args = (event, pipeline.adapter_state(), pipeline.call_keys(), pipeline.keep, pipeline.name, frozenset(pipeline.left_out))
+            args = (event, pipeline.adapter_state(), pipeline.call_keys(), pipeline.room(), pipeline.name, frozenset(pipeline.earlier()))
             self._reading = asyncio.ensure_future(asyncio.to_thread(read_large_event, *args))
         reading = self._reading
         try:
@@ -93,9 +91,6 @@ class Backlog:
             ops, read = read.ops, LargeEvent(read.event, [], read.left_out, read.adopt)
             self._ops, self._at = ops, 0
         session._guard(lambda: pipeline.take(read))
-        if read.left_out:
-            session.live_source.untold_calls = pipeline.untold
-            session.set_notice(untold_notice(read.event.line, pipeline.untold, pipeline.keep))
 
     def work(self, session: LiveSession, step: int | None = None) -> bool:
         """Assemble held events into ``session``: all of them (``step`` None), or about
@@ -115,13 +110,13 @@ class Backlog:
                 session._guard(lambda: session.pipeline.apply_ops(part))
                 done += len(part)
                 continue
-            if self._events[0].data is UNPARSED or (session.pipeline.left_out and step is not None):  # read off the loop (read_large)
+            if self._events[0].data is UNPARSED:  # a large event: read off the loop (read_large)
                 if step is not None or self._reading is not None:
                     break  # a caller that may not wait here, or a read in a thread meanwhile: left for read_large
                 head = self._events.popleft()
                 pipeline = session.pipeline
                 read: list[LargeEvent] = []
-                session._guard(lambda: read.append(read_now(pipeline, head, pipeline.keep, pipeline.left_out)) or [])
+                session._guard(lambda: read.append(read_now(pipeline, head, pipeline.room(), pipeline.earlier())) or [])
                 if read:
                     self._take(session, read[0])
                 continue
@@ -145,4 +140,6 @@ class Backlog:
                     session._guard(lambda: session.pipeline.apply_ops(ops))
                 done += len(ops) or 1
         session._take_progress()  # the calls' counts, once per call for this piece of work
+        if session.pipeline.untold != session.live_source.untold_calls:
+            session.live_source.untold_calls = note_untold(session)
         return bool(self)

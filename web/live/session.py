@@ -105,7 +105,7 @@ class LiveSession(Session):
             metrics=getattr(self, "metrics", None),
             progress_events=self.forward_progress,
             coalesce_progress=True,  # byte counts folded once per piece of work (_take_progress), not per fragment
-            keep=self.large_event_calls,
+            keep=self.calls_followed,
         )
 
     def step(self, count: int = 1, *, sliced: bool = False) -> int:

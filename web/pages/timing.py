@@ -54,7 +54,7 @@ def compute_timing(session: Session, times: ChunkTimes | None, body: bytes, why:
         return _mirrored(session, times)
     if body:
         registry = session.source.registry() if hasattr(session.source, "registry") else None
-        found = timed_pass(times.split(body), session.source.name, config=session.config, registry=registry, large_event_calls=session.large_event_calls)
+        found = timed_pass(times.split(body), session.source.name, config=session.config, registry=registry, calls_followed=session.calls_followed)
     doc = timing_lens(times, found, idle_timeout_s=session.config.assemble_idle_timeout_s)
     if not session.status.done and isinstance(session, LiveSession):
         doc["calls_timed"] = False  # the stream is still arriving: calls are timed once it ends

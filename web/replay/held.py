@@ -5,11 +5,11 @@ A replay reads its input on the event loop, a slice at a time
 :data:`~toollatch.core.large.LARGE_PAYLOAD_CHARS` is left unparsed there. A step that
 reaches one stops in front of it (:meth:`HeldEvent.hold`); the runner then awaits
 :func:`read_held`, which reads it in a worker thread
-(:func:`~toollatch.core.large.read_large_event`: parsed, turned into ops, the first
-``large_event_calls`` calls it opens kept); the next step feeds that read
+(:func:`~toollatch.core.large.read_large_event`: parsed, turned into ops, the calls past
+the first ``calls_followed`` of the stream left out); the next step feeds that read
 (:meth:`HeldEvent.feeder`). A step that cannot wait (a replay at its recorded pace) reads it
 where it is. The calls left out are counted in the session's notice
-(:func:`untold_notice`), as a live session's are.
+(:func:`note_untold`), as a live session's are.
 """
 
 from __future__ import annotations
@@ -26,13 +26,19 @@ if TYPE_CHECKING:
     from toollatch.web.replay.session import Session
 
 
-def untold_notice(line: int, untold: int, keep: int) -> str:
-    """The notice of a session that left calls of a large event out (at ``line``): counts only."""
-    return (
-        f"An event of this stream (line {line}) opens more tool calls than the dashboard follows "
-        f"from one event ({keep}, max_tool_calls_in_flight_assemble + 1): {untold} calls are not assembled here "
-        f"and have no card (your client gets each of them; past {keep - 1} in flight they FAIL too_many_tool_calls)."
-    )
+def note_untold(session: Session) -> int:
+    """Name in ``session``'s notice how many calls its pipeline left out (counts only: no
+    name, id or text of theirs); returns that count (0: nothing is said)."""
+    pipeline = session.pipeline
+    untold = pipeline.untold if isinstance(pipeline, CappedPipeline) else 0
+    if untold:
+        limit = session.config.max_tool_calls_in_flight_assemble
+        session.set_notice(
+            f"This stream opens more tool calls than the dashboard follows one by one ({pipeline.keep} a stream): "  # type: ignore[union-attr]
+            f"{untold} calls are not assembled here and have no card (your client gets each of them; "
+            f"past {limit} in flight they FAIL too_many_tool_calls)."
+        )
+    return untold
 
 
 class HeldEvent:
@@ -60,8 +66,6 @@ class HeldEvent:
         pipeline = session.pipeline
         if read is None or not isinstance(pipeline, CappedPipeline):
             return partial(pipeline.feed, event)
-        if read.left_out:
-            session.set_notice(untold_notice(read.event.line, pipeline.untold + len(read.left_out), pipeline.keep))
         return partial(pipeline.take, read)
 
 
@@ -71,7 +75,7 @@ async def read_held(session: Session) -> None:
     event = held.event
     if event is None or held.read is not None or not isinstance(pipeline, CappedPipeline):
         return
-    args = (event, pipeline.adapter_state(), pipeline.call_keys(), pipeline.keep, pipeline.name, frozenset(pipeline.left_out))
+    args = (event, pipeline.adapter_state(), pipeline.call_keys(), pipeline.room(), pipeline.name, frozenset(pipeline.earlier()))
     read = await asyncio.to_thread(read_large_event, *args)
     if session.generation == generation and session.held is held and held.event is event:
         held.read = read

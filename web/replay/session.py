@@ -31,14 +31,14 @@ from toollatch.wire.capture import CaptureError, ProviderEvent
 from toollatch.core.config import AssembleConfig
 from toollatch.core.model import CallState, ToolResult
 from toollatch.observe.metrics import Metrics
-from toollatch.core.large import CappedPipeline, calls_followed
+from toollatch.core.large import CALLS_FOLLOWED_PER_STREAM, CappedPipeline
 from toollatch.core.pipeline import Pipeline
 from toollatch.redaction.redact import AssemblyEvent, CallView, hide_open_progress, hide_progress
 
 from toollatch.web.pages.cards import Card, Changes, EndState, Verdict
 from toollatch.web.mask_values import hide_stream_documents, mask_by_default
 from toollatch.web.replay.fold import fold_event
-from toollatch.web.replay.held import HeldEvent
+from toollatch.web.replay.held import HeldEvent, note_untold
 from toollatch.web.replay.owed import OwedResults
 from toollatch.web.replay.paging import CALLS_PAGE, MAX_CALLS_PAGE, page_results
 from toollatch.web.settings import speed_label, speed_value
@@ -113,7 +113,7 @@ class Session:
             metrics=self.metrics if first_pass else None,
             progress_events=self.forward_progress,
             coalesce_progress=True,  # byte counts folded once per step, not per fragment (_take_progress)
-            keep=self.large_event_calls,
+            keep=self.calls_followed,
         )
         self.held = HeldEvent()  # a large event the next step feeds once read (web/replay/held.py)
         self.cards: dict[str, Card] = {}
@@ -160,10 +160,7 @@ class Session:
         the panel when its ``data-state`` differs, e.g. after a restart, back or seek)."""
         return f"{self.generation}:{'done' if self.status.done else 'open'}"
 
-    @property
-    def large_event_calls(self) -> int:
-        """New calls of one large event followed (:class:`~toollatch.core.large.CappedPipeline`)."""
-        return calls_followed(self.config)
+    calls_followed = CALLS_FOLLOWED_PER_STREAM  # calls of a stream followed one by one (CappedPipeline)
 
     def set_notice(self, notice: str | None) -> None:
         """Show (or clear, with None) a one-line notice under the status bar."""
@@ -203,8 +200,7 @@ class Session:
 
     @property
     def ordered_cards(self) -> list[Card]:
-        """Cards in provider order (stream, then key). The session's own list, kept sorted as
-        cards appear (no sort per call): read it, do not change it."""
+        """Cards in provider order (stream, then key), kept sorted as they appear: read it, do not change it."""
         return self._ordered
 
     @property
@@ -214,8 +210,7 @@ class Session:
 
     @property
     def results(self) -> list[tuple[int, ToolResult]]:
-        """Error results owed so far, as (stream, result), in provider order: the pipeline's
-        stream results' ``results``, kept incrementally (:class:`~toollatch.web.replay.owed.OwedResults`)."""
+        """Error results owed so far, as (stream, result), in provider order (:class:`~toollatch.web.replay.owed.OwedResults`)."""
         return self._owed.results()
 
     def set_status(self, status: Status) -> None:
@@ -225,10 +220,8 @@ class Session:
             self.pending.status = self.pending.controls = True
 
     def progressed(self) -> None:
-        """An event (or a live chunk) arrived: the status bar's counters moved. With
-        :attr:`forward_progress` they are rendered at once; otherwise that alone sends no
-        frame (the counters would track argument growth fragment by fragment), and they are
-        shown with the next frame some other change causes (a call opening, a verdict, the end)."""
+        """An event (or a live chunk) arrived: the status bar's counters moved; rendered at once with
+        :attr:`forward_progress`, else with the next frame another change causes (never per fragment)."""
         if self.forward_progress:
             self.pending.status = True
         else:
@@ -248,6 +241,7 @@ class Session:
         fragment counts they moved, once per call (:meth:`_take_progress`)."""
         taken = self._step_events(count, sliced=sliced)
         self._take_progress()
+        note_untold(self)  # calls past the first calls_followed of a stream: counted in the notice
         return taken
 
     def _take_progress(self) -> None:

@@ -118,16 +118,16 @@ def set_reveal(session: Session, on: bool) -> bool:
 # ------------------------------------------------------------------ full results
 
 
-def assemble_source(source: LoadedSource, config: Any, large_event_calls: int | None = None) -> list[StreamResult]:
+def assemble_source(source: LoadedSource, config: Any, calls_followed: int | None = None) -> list[StreamResult]:
     """The whole source through a fresh pipeline (virtual clock, no progress events); no
     streams when there is nothing to assemble yet (a live source before its first event,
-    or a non-streaming body not yet whole or not readable). ``large_event_calls``: the
-    session's own cap on the new calls of a large event (a live session's), None: none."""
+    or a non-streaming body not yet whole or not readable). ``calls_followed``: the
+    calls of each stream the session follows (the first ones), None: all of them."""
     data = source.stream_data
     if is_blank(data):
         return []
     kwargs: dict[str, Any] = {"config": config, "registry": source.registry(), "name": source.name, "clock": lambda: 0.0, "progress_events": False}
-    pipeline = Pipeline(**kwargs) if large_event_calls is None else CappedPipeline(keep=large_event_calls, **kwargs)
+    pipeline = Pipeline(**kwargs) if calls_followed is None else CappedPipeline(keep=calls_followed, **kwargs)
     for event in iter_events(data, source.name):
         pipeline.feed(event)
     pipeline.close()
@@ -141,7 +141,7 @@ async def full_results(session: Session) -> list[StreamResult]:
     cache = _caches.setdefault(session, _Cache())
     size = (session.source.size, session.source.count)
     if cache.full is None or cache.full_size != size:
-        full = await asyncio.to_thread(assemble_source, session.source, session.config, session.large_event_calls)
+        full = await asyncio.to_thread(assemble_source, session.source, session.config, session.calls_followed)
         if (session.source.size, session.source.count) == size:  # a chunk that arrived meanwhile is not in ``full``
             cache.full, cache.full_size = full, size
         return full

@@ -35,7 +35,7 @@ from toollatch.core.config import AssembleConfig
 from toollatch.wire.har import is_har, read_har
 from toollatch.observe.timing import ChunkTimes, TimingError
 from toollatch.core.model import StreamResult, escape_surrogates
-from toollatch.core.large import CappedPipeline, calls_followed
+from toollatch.core.large import CappedPipeline
 from toollatch.core.registry import RegistryError, ToolRegistry
 
 from toollatch.web.triage import bulk
@@ -174,7 +174,7 @@ class DryRun:
 
 def dry_run(data: bytes, name: str, config: AssembleConfig, registry: ToolRegistry | None) -> DryRun:
     """Assemble ``data`` once, lazily; :class:`SourceError` naming file, line and byte if unreadable."""
-    pipeline = CappedPipeline(keep=calls_followed(config), config=config, registry=registry, name=name, clock=lambda: 0.0, progress_events=False)  # as the session will assemble it
+    pipeline = CappedPipeline(config=config, registry=registry, name=name, clock=lambda: 0.0, progress_events=False)  # as the session will assemble it
     count, line, offset = 0, 0, 0
     try:
         for event in iter_events(data, name):

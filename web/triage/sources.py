@@ -24,7 +24,7 @@ from toollatch.demo.demos import DEMOS, Demo
 from toollatch.wire.intake import PushDecoder
 from toollatch.core.jsontext import rebuild
 from toollatch.core.model import escape_surrogates
-from toollatch.core.large import LARGE_PAYLOAD_CHARS, CappedPipeline, calls_followed
+from toollatch.core.large import LARGE_PAYLOAD_CHARS, CappedPipeline
 from toollatch.core.registry import RegistryError, ToolRegistry
 from toollatch.observe.timing import ChunkTimes
 from toollatch.wire.untrusted import parse_json
@@ -215,7 +215,7 @@ def iter_sliced(data: bytes, name: str, size: int = REPLAY_SLICE) -> Iterator[Pr
 
 def check(data: bytes, name: str, config: AssembleConfig, registry: ToolRegistry | None) -> tuple[int, str | None]:
     """Dry-run ``data`` through a pipeline; return ``(events, dialect)`` or raise :class:`SourceError`."""
-    pipeline = CappedPipeline(keep=calls_followed(config), config=config, registry=registry, name=name)  # as the session will assemble it
+    pipeline = CappedPipeline(config=config, registry=registry, name=name)  # as the session will assemble it
     count = 0
     try:
         for event in iter_events(data, name):
