@@ -6,7 +6,7 @@ Starts ``toollatch serve`` (a process of its own, on loopback) with a fake upstr
 by this script, then feeds it, one scenario at a time: a tool schema whose ``pattern``
 backtracks catastrophically on the call's arguments (through the proxy), a large tools array
 (through the proxy), a non-streaming ``chat.completion`` body holding 100,000 tool calls and
-one SSE event holding as many (through the proxy, and uploaded), uploads of 20 and 50 MiB of blank lines before one event, of comment
+one SSE event holding as many (through the proxy, and uploaded), as many events of one call each (through the proxy), uploads of 20 and 50 MiB of blank lines before one event, of comment
 lines, of one huge line and of deeply nested JSON, and a 500 MiB chunked POST to the proxy.
 The event loop is timed from inside the server: it records how late each 20 ms sleep of a
 watcher task ends (``toollatch_event_loop_lag_seconds`` at ``/metrics``, read before and
@@ -195,6 +195,13 @@ def upload(client: httpx.Client, base: str, name: str, data: bytes) -> str:
     return "session still running after 300 s"
 
 
+def _spread_calls(count: int) -> bytes:
+    """An OpenAI Chat stream of ``count`` tool calls, each in a chunk of its own."""
+    entry = '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"id":"c%d","type":"function","function":{"name":"f","arguments":"{}"}}]}}]}'
+    events = "".join(f"data: {entry % (i, i)}\n\n" for i in range(count))
+    return (events + 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n').encode()
+
+
 def _chat_completion(count: int) -> bytes:
     """A non-streaming ``chat.completion`` body holding ``count`` tool calls."""
     calls = [{"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}} for i in range(count)]
@@ -263,6 +270,7 @@ def scenarios(quick: bool, upstream: Upstream) -> list[tuple[str, Callable[[http
         ("50 tools x 20 properties via proxy x5", lambda c, b: proxied(c, b, upstream, many, EVENT, 5)),
         (f"non-streaming body, {calls // 1000}k tool calls via proxy", lambda c, b: proxied(c, b, upstream, [], _chat_completion(calls), 1, stream=False)),
         (f"one SSE event, {calls // 1000}k tool calls via proxy", lambda c, b: proxied(c, b, upstream, [], _chat_calls(*((f"c{i}", "f", '{"a":1}') for i in range(calls))), 1)),
+        (f"{calls // 1000}k SSE events of one tool call each via proxy", lambda c, b: proxied(c, b, upstream, [], _spread_calls(calls), 1)),
         (f"upload one SSE event, {calls // 1000}k tool calls", lambda c, b: upload(c, b, "many.sse", _chat_calls(*((f"c{i}", "f", '{"a":1}') for i in range(calls))))),
         (f"upload {big // MiB} MiB blank lines + event", lambda c, b: upload(c, b, "blank.sse", b"\n" * big + EVENT)),
         (f"upload {huge / MiB:.0f} MiB blank lines + event", lambda c, b: upload(c, b, "blank50.sse", b"\n" * huge + EVENT)),
