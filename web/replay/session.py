@@ -392,6 +392,7 @@ class Session:
             "streams": hide_stream_documents([r.to_json() for r in streams]) if self.mask_values else [r.to_json() for r in streams],
             "calls": [{"stream": c.stream, **c.view.to_json()} for c in window],
             "page": {"offset": offset, "limit": limit, "total": total, "states": self.state_counts()},
+            "untold_calls": getattr(self.pipeline, "untold", 0), "notice": self.notice,  # calls left out (held.py)
             "verdicts": [v.text for v in self.verdicts[-MAX_CALLS_PAGE:]],  # the latest ones
         }
 
