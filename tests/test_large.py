@@ -159,16 +159,18 @@ def anthropic_messages(count: int, messages: int) -> bytes:
     return "".join(f"event: {kind}\ndata: {json.dumps(doc)}\n\n" for kind, doc in out).encode()
 
 
-def test_each_stream_has_its_own_calls_followed() -> None:
-    # the same keys in a later stream are new calls there, not calls left out
-    raw = anthropic_messages(30, messages=2)
+def test_the_calls_followed_count_over_the_streams_and_keys_are_a_streams_own() -> None:
+    # 3 messages of 15 calls, 40 followed: the first two whole, 10 of the third; its keys
+    # are the ones the first stream used, and they are new calls there, not calls left out
+    raw = anthropic_messages(15, messages=3)
     plain = Pipeline(name="in")
-    capped = CappedPipeline(name="in", keep=20)
+    capped = CappedPipeline(name="in", keep=40)
     for event in decode(raw, None):
         plain.feed(event)
         capped.feed(event)
     plain.close()
     capped.close()
-    assert [len(r.calls) for r in plain.results()] == [30, 30]
-    assert [len(r.calls) for r in capped.results()] == [20, 20] and capped.untold == 20
-    assert [c.state.value for r in capped.results() for c in r.calls] == ["committed"] * 40
+    assert [len(r.calls) for r in plain.results()] == [15, 15, 15]
+    assert [len(r.calls) for r in capped.results()] == [15, 15, 10] and capped.untold == 5
+    kept = [(c.call_id, c.state.value) for r in capped.results() for c in r.calls]
+    assert kept == [(c.call_id, c.state.value) for r in plain.results() for c in r.calls][:40]

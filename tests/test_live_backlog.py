@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from toollatch.core.config import AssembleConfig
-from toollatch.core.large import CALLS_FOLLOWED_PER_STREAM, LARGE_PAYLOAD_CHARS
+from toollatch.core.large import CALLS_FOLLOWED, LARGE_PAYLOAD_CHARS
 from toollatch.core.pipeline import Pipeline
 from toollatch.wire.intake import PushDecoder
 from toollatch.web.live.backlog import OPS_STEP
@@ -148,7 +148,7 @@ def test_a_large_event_is_read_in_a_worker_thread_and_keeps_the_first_calls_it_o
 
     loop_thread = asyncio.run(run())
     assert threads and loop_thread not in threads
-    keep = CALLS_FOLLOWED_PER_STREAM
+    keep = CALLS_FOLLOWED
     total = 6000 if dialect == "openai-chat" else 20000
     shown = [(c.call_id, c.name, c.state, c.reason) for r in session.pipeline.results() for c in r.calls]
     whole = whole_verdicts(wire, dialect)
@@ -182,10 +182,10 @@ def test_calls_left_out_of_a_large_event_stay_out_when_later_events_name_them() 
 
     asyncio.run(run())
     calls = {c.call_id: c for r in session.pipeline.results() for c in r.calls}
-    assert len(calls) == CALLS_FOLLOWED_PER_STREAM and "c1500" not in calls and "c5999" not in calls
+    assert len(calls) == CALLS_FOLLOWED and "c1500" not in calls and "c5999" not in calls
     assert calls["c0"].state.value == "committed" and calls["c0"].arguments == {"a": 1}
     assert calls["c999"].state.value == "failed"  # past the in-flight limit: too_many_tool_calls
-    assert session.live_source.untold_calls == 6000 - CALLS_FOLLOWED_PER_STREAM
+    assert session.live_source.untold_calls == 6000 - CALLS_FOLLOWED
 
 
 def test_a_large_event_fed_whole_is_read_at_once_with_the_same_calls() -> None:
@@ -203,4 +203,4 @@ def test_a_large_event_fed_whole_is_read_at_once_with_the_same_calls() -> None:
     whole.feed_bytes(wire)  # no step: a caller that cannot wait reads it where it is
     whole.finish()
     assert outcome(whole)[:3] == outcome(stepped)[:3]
-    assert whole.live_source.untold_calls == stepped.live_source.untold_calls == 6000 - CALLS_FOLLOWED_PER_STREAM
+    assert whole.live_source.untold_calls == stepped.live_source.untold_calls == 6000 - CALLS_FOLLOWED

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from toollatch.core.config import AssembleConfig
-from toollatch.core.large import CALLS_FOLLOWED_PER_STREAM, LARGE_PAYLOAD_CHARS
+from toollatch.core.large import CALLS_FOLLOWED, LARGE_PAYLOAD_CHARS
 from toollatch.web.pages.render import Renderer
 from toollatch.web.replay import held
 from toollatch.web.replay.runner import SessionStore
@@ -57,7 +57,7 @@ def test_a_replay_reads_a_large_event_in_a_worker_thread_and_follows_its_first_c
 
     session, loop_thread = asyncio.run(run())
     assert session.status.value == "finished" and threads and loop_thread not in threads
-    keep = CALLS_FOLLOWED_PER_STREAM
+    keep = CALLS_FOLLOWED
     whole = whole_verdicts(wire, dialect)
     calls = shown(session)
     assert len(whole) == total and len(calls) == keep and len(session.cards) == keep
@@ -89,7 +89,7 @@ def test_stepping_by_hand_and_back_over_a_large_event_gives_the_same_state() -> 
             await asyncio.sleep(0.01)
         again = shown(session)
         await store.shutdown()
-        assert len(first) == CALLS_FOLLOWED_PER_STREAM and [c[0] for c in again] == [c[0] for c in end]
+        assert len(first) == CALLS_FOLLOWED and [c[0] for c in again] == [c[0] for c in end]
         return first, end
 
     first, end = asyncio.run(run())

@@ -35,7 +35,7 @@ from toollatch.redaction.redact import AssemblyEvent
 from toollatch.wire.capture import UNPARSED, ProviderEvent, _parse_payload
 from toollatch.wire.envelope import LARGE_PAYLOAD_CHARS, collector_paused  # the dashboard's decoders leave payloads over it for read_large_event
 
-__all__ = ["CALLS_FOLLOWED_PER_STREAM", "LARGE_PAYLOAD_CHARS", "CappedPipeline", "LargeEvent", "cap_new_calls", "is_large", "read_large_event", "read_now", "read_unparsed"]
+__all__ = ["CALLS_FOLLOWED", "LARGE_PAYLOAD_CHARS", "CappedPipeline", "LargeEvent", "cap_new_calls", "is_large", "read_large_event", "read_now", "read_unparsed"]
 
 
 def read_unparsed(event: ProviderEvent, name: str) -> ProviderEvent:
@@ -145,8 +145,8 @@ def read_now(pipeline: Pipeline, event: ProviderEvent, keep: int, earlier: Conta
     return read_large_event(event, pipeline.adapter_state(), pipeline.call_keys(), keep, pipeline.name, earlier)
 
 
-#: Calls of one stream the dashboard follows one by one (the first ones; ~1,000 cards).
-CALLS_FOLLOWED_PER_STREAM = 1000
+#: Calls of one input (a session) the dashboard follows one by one: the first ones (~1,000 cards).
+CALLS_FOLLOWED = 1000
 
 
 def is_large(event: ProviderEvent) -> bool:
@@ -168,19 +168,21 @@ class _KnownKeys:
 
 class CappedPipeline(Pipeline):
     """A :class:`~toollatch.core.pipeline.Pipeline` that follows the first ``keep`` calls
-    of each stream: the ops of the calls a stream opens past them are left out (whether
-    they come in one event of 100,000 calls or in 100,000 events), the calls counted in
-    :attr:`untold`, and their later ops dropped too. A large event (:func:`is_large`) is read
+    of its input: the ops of the calls opened past them are left out (whether they come in
+    one event of 100,000 calls, in 100,000 events or in 1,000 streams), the calls counted in
+    :attr:`untold`, and their later ops dropped too (keys are a stream's own: a later
+    stream may use them again). A large event (:func:`is_large`) is read
     through :func:`read_large_event` (the same ops, capped alike). The dashboard assembles a
     stream so, and every pass it makes again over the same bytes (timing, triage, dry runs)
     too, so they all tell the same calls. Other arguments as the pipeline's."""
 
-    def __init__(self, *args: Any, keep: int = CALLS_FOLLOWED_PER_STREAM, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, keep: int = CALLS_FOLLOWED, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.keep = keep
         #: keys of the current stream's calls left out (their later ops are dropped)
         self.left_out: set[CallKey] = set()
         self._left_in: object = None  # the stream those keys belong to
+        self._before = 0  # calls of the streams before that one
         self._untold = 0  # calls left out, every stream
 
     @property
@@ -189,9 +191,10 @@ class CappedPipeline(Pipeline):
         return self._untold
 
     def room(self) -> int:
-        """New calls the current stream may still open."""
+        """New calls the input may still open (in its current stream)."""
+        self.earlier()  # counts the calls of the streams before the current one
         streams = self._streams
-        return self.keep - len(streams[-1]._calls) if streams else self.keep
+        return self.keep - self._before - (len(streams[-1]._calls) if streams else 0)
 
     def feed(self, event: ProviderEvent) -> list[AssemblyEvent]:
         if is_large(event):
@@ -242,6 +245,7 @@ class CappedPipeline(Pipeline):
         current = self._streams[-1] if self._streams else None
         if self._left_in is not current:
             self.left_out, self._left_in = set(), current
+            self._before = sum(len(stream._calls) for stream in self._streams[:-1])
         return self.left_out
 
     def _leave_out(self, keys: set[CallKey]) -> None:

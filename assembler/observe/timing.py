@@ -212,7 +212,7 @@ def timed_pass(
 
     Linear in the body; a stream that cannot be read yields what was found up to the
     fault (the session shows the fault itself). Times are seconds since the first byte.
-    ``calls_followed``: follow only the first that many calls of each stream, as the
+    ``calls_followed``: follow only the first that many calls of the input, as the
     session timed did (:class:`~toollatch.core.large.CappedPipeline`); None: every call."""
     now = [0.0]
     kwargs: dict[str, Any] = {"config": config, "registry": registry, "clock": lambda: now[0], "name": name, "progress_events": False}

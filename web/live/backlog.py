@@ -12,7 +12,7 @@ An event whose payload is too large to parse on the event loop
 (:data:`~toollatch.core.large.LARGE_PAYLOAD_CHARS`: the session's decoder leaves it
 unparsed) waits at the head of the backlog until :meth:`Backlog.read_large` has read it in
 a worker thread (:func:`~toollatch.core.large.read_large_event`: parsed and turned into
-ops). A stream's calls past the first :data:`~toollatch.core.large.CALLS_FOLLOWED_PER_STREAM`
+ops). An input's calls past the first :data:`~toollatch.core.large.CALLS_FOLLOWED`
 are left out (:class:`~toollatch.core.large.CappedPipeline`), named by count in the
 session's notice and in ``untold_calls``.
 """

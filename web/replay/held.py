@@ -6,7 +6,7 @@ A replay reads its input on the event loop, a slice at a time
 reaches one stops in front of it (:meth:`HeldEvent.hold`); the runner then awaits
 :func:`read_held`, which reads it in a worker thread
 (:func:`~toollatch.core.large.read_large_event`: parsed, turned into ops, the calls past
-the first ``calls_followed`` of the stream left out); the next step feeds that read
+the first ``calls_followed`` of the input left out); the next step feeds that read
 (:meth:`HeldEvent.feeder`). A step that cannot wait (a replay at its recorded pace) reads it
 where it is. The calls left out are counted in the session's notice
 (:func:`note_untold`), as a live session's are.
@@ -34,7 +34,7 @@ def note_untold(session: Session) -> int:
     if untold:
         limit = session.config.max_tool_calls_in_flight_assemble
         session.set_notice(
-            f"This stream opens more tool calls than the dashboard follows one by one ({pipeline.keep} a stream): "  # type: ignore[union-attr]
+            f"This input opens more tool calls than the dashboard follows one by one ({pipeline.keep} a session): "  # type: ignore[union-attr]
             f"{untold} calls are not assembled here and have no card (your client gets each of them; "
             f"past {limit} in flight they FAIL too_many_tool_calls)."
         )

@@ -31,7 +31,7 @@ from toollatch.wire.capture import CaptureError, ProviderEvent
 from toollatch.core.config import AssembleConfig
 from toollatch.core.model import CallState, ToolResult
 from toollatch.observe.metrics import Metrics
-from toollatch.core.large import CALLS_FOLLOWED_PER_STREAM, CappedPipeline
+from toollatch.core.large import CALLS_FOLLOWED, CappedPipeline
 from toollatch.core.pipeline import Pipeline
 from toollatch.redaction.redact import AssemblyEvent, CallView, hide_open_progress, hide_progress
 
@@ -160,7 +160,7 @@ class Session:
         the panel when its ``data-state`` differs, e.g. after a restart, back or seek)."""
         return f"{self.generation}:{'done' if self.status.done else 'open'}"
 
-    calls_followed = CALLS_FOLLOWED_PER_STREAM  # calls of a stream followed one by one (CappedPipeline)
+    calls_followed = CALLS_FOLLOWED  # calls of the input followed one by one (CappedPipeline)
 
     def set_notice(self, notice: str | None) -> None:
         """Show (or clear, with None) a one-line notice under the status bar."""
@@ -241,7 +241,7 @@ class Session:
         fragment counts they moved, once per call (:meth:`_take_progress`)."""
         taken = self._step_events(count, sliced=sliced)
         self._take_progress()
-        note_untold(self)  # calls past the first calls_followed of a stream: counted in the notice
+        note_untold(self)  # calls past the first calls_followed: counted in the notice
         return taken
 
     def _take_progress(self) -> None:

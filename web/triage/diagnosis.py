@@ -122,7 +122,7 @@ def assemble_source(source: LoadedSource, config: Any, calls_followed: int | Non
     """The whole source through a fresh pipeline (virtual clock, no progress events); no
     streams when there is nothing to assemble yet (a live source before its first event,
     or a non-streaming body not yet whole or not readable). ``calls_followed``: the
-    calls of each stream the session follows (the first ones), None: all of them."""
+    calls of the input the session follows (the first ones), None: all of them."""
     data = source.stream_data
     if is_blank(data):
         return []
