@@ -140,6 +140,6 @@ class Backlog:
                     session._guard(lambda: session.pipeline.apply_ops(ops))
                 done += len(ops) or 1
         session._take_progress()  # the calls' counts, once per call for this piece of work
-        if session.pipeline.untold != session.live_source.untold_calls:
+        if getattr(session.pipeline, "untold", 0) != session.live_source.untold_calls:
             session.live_source.untold_calls = note_untold(session)
         return bool(self)
