@@ -300,3 +300,13 @@ def test_malformed_entry_index_does_not_crash_the_stream() -> None:
     )
     assert result.end == "complete"
     assert result.calls[0].state is CallState.COMMITTED
+
+
+def test_calls_whole_in_their_first_delta_are_counted_in_one_quirk_op() -> None:
+    # c0, c2 and c3 arrive whole in their start entry, c1 in part; c3 then gets a second
+    # fragment (a plain continuation), c1 its rest
+    starts = [openai_tool_call(i, call_id=f"c{i}", name="f", arguments='{"a":1}' if i != 1 else '{"a":') for i in range(4)]
+    more = [{"index": 1, "function": {"arguments": "1}"}}, {"index": 3, "function": {"arguments": " "}}]
+    ops, _ = feed_all(chunk_with(*starts), chunk_with(*more), finish(), "[DONE]")
+    quirks = [op for op in ops if isinstance(op, Quirk) and op.name == "whole_call_in_one_delta"]
+    assert quirks == [Quirk("whole_call_in_one_delta", 2)]  # c0 and c2; c3 took a second fragment

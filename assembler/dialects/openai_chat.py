@@ -53,6 +53,7 @@ class _Choice:
     # fragments per call (counts only, never text); exact for the calls of whole_in_start
     fragments: dict[CallKey, int] = field(default_factory=dict)
     whole_in_start: set[CallKey] = field(default_factory=set)  # start entry carried arguments
+    single: int = 0  # calls of whole_in_start with one fragment so far (kept as they grow: read at the end)
     finished: bool = False
     reason: str | None = None  # the last finish_reason given
     role_seen: bool = False
@@ -178,6 +179,7 @@ class OpenAIChatAdapter:
         if args:
             if key in state.whole_in_start:  # counted only where the count is read: see _end
                 state.fragments[key] += 1
+                state.single -= state.fragments[key] == 2
             ops.append(ArgsFragment(key, args))
         return True
 
@@ -199,7 +201,7 @@ class OpenAIChatAdapter:
     def _end(self, detail: str) -> list[Op]:
         self._ended = True
         ops: list[Op] = []
-        whole = sum(1 for state in self._choices.values() for key in state.whole_in_start if state.fragments.get(key) == 1)
+        whole = sum(state.single for state in self._choices.values())
         if whole:  # one op for them all (a stream of 100,000 calls: not 100,000 ops)
             ops.append(Quirk("whole_call_in_one_delta", whole))
         reasons = [state.reason for state in self._choices.values() if state.reason]
@@ -253,7 +255,9 @@ class OpenAIChatAdapter:
                 state.fragments[key] = 0
                 if starting:
                     state.whole_in_start.add(key)
-            state.fragments[key] += 1
+            count = state.fragments[key] = state.fragments[key] + 1
+            if key in state.whole_in_start:
+                state.single += 1 if count == 1 else -(count == 2)
             ops.append(ArgsFragment(key, args))
 
     def _bind(self, ci: int, state: _Choice, index: Any, call_id: str | None, ops: list[Op]) -> CallKey | None:
