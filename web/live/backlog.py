@@ -20,12 +20,14 @@ session's notice and in ``untold_calls``.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from toollatch.core.large import LargeEvent, read_large_event, read_now
 from toollatch.core.model import Op
+from toollatch.redaction.redact import AssemblyEvent
 from toollatch.wire.capture import UNPARSED, ProviderEvent
 
 from toollatch.web.replay.held import note_untold
@@ -95,7 +97,9 @@ class Backlog:
     def work(self, session: LiveSession, step: int | None = None) -> bool:
         """Assemble held events into ``session``: all of them (``step`` None), or about
         ``step`` ops. Returns True when some are left. Once the session is over (an
-        assembler fault, a stop), what is held is dropped, as bytes arriving then are."""
+        assembler fault, a stop), what is held is dropped, as bytes arriving then are.
+        A fault of the adapter or the assembler ends the session as
+        :meth:`~toollatch.web.replay.session.Session._guard` ends it (status ERROR)."""
         done = 0
         while self and (step is None or done < step):
             if session.status.done:
@@ -120,26 +124,53 @@ class Backlog:
                 if read:
                     self._take(session, read[0])
                 continue
-            event = self._events.popleft()
-            session.live_source.count += 1
-            session.position = session.live_source.count
-            found: list[list[Op] | None] = []
-            if step is not None:  # an adapter fault ends the session like any assembler fault
-                session._guard(lambda: found.append(session.pipeline.ops_of(event)) or [])
-                if session.status.done:
-                    continue
-            ops = found[0] if found else None  # without the ops of calls left out (CappedPipeline.ops_of)
-            if ops is None:
-                session._guard(lambda: session.pipeline.feed(event))
-                done += 1
-            elif step is not None and len(ops) > step - done:
-                self._ops, self._at = ops, 0  # more than this step holds: applied in parts
-                done += not ops  # an event without ops still counts as work
-            else:  # the common event, a few ops: applied at once (no copy of its ops held)
-                if ops:
-                    session._guard(lambda: session.pipeline.apply_ops(ops))
-                done += len(ops) or 1
+            done += self._events_run(session, step, done)
         session._take_progress()  # the calls' counts, once per call for this piece of work
         if getattr(session.pipeline, "untold", 0) != session.live_source.untold_calls:
             session.live_source.untold_calls = note_untold(session)
         return bool(self)
+
+    def _events_run(self, session: LiveSession, step: int | None, done: int) -> int:
+        """Assemble held events one after another until the step is full (``done`` ops of
+        it taken already), an event's ops are more than the step has room for (held in
+        parts), the next event is one for :meth:`read_large`, no event is left, or the
+        session is over; returns the ops taken.
+        One event at a time, each folded into the session as it is assembled."""
+        events, pipeline, source = self._events, session.pipeline, session.live_source
+        apply = session._apply
+        room = math.inf if step is None else step - done
+        taken = 0
+        while events and taken < room:
+            if events[0].data is UNPARSED:
+                break  # a large event, read off the loop: work's own path
+            event = events.popleft()
+            source.count += 1
+            session.position = source.count
+            try:
+                ops = pipeline.ops_of(event) if step is not None else None  # without the ops of calls left out (CappedPipeline.ops_of)
+                if ops is None:
+                    out = pipeline.feed(event)
+                    taken += 1
+                elif len(ops) > room - taken:
+                    self._ops, self._at = ops, 0  # more than this step holds: applied in parts
+                    return taken
+                else:  # the common event, a few ops: applied at once (no copy of its ops held)
+                    out = pipeline.apply_ops(ops) if ops else []
+                    taken += len(ops) or 1
+            except Exception as exc:  # the session's own handling, as for any assembler fault
+                session._guard(_raiser(exc))
+                return taken
+            for assembly_event in out:
+                apply(assembly_event)
+            if session.status.done:
+                break
+        return taken
+
+
+def _raiser(exc: Exception) -> Callable[[], list[AssemblyEvent]]:
+    """An action that raises ``exc``: given to the session's guard, which words the fault."""
+
+    def action() -> list[AssemblyEvent]:
+        raise exc
+
+    return action
