@@ -301,3 +301,20 @@ def test_a_live_session_folds_each_calls_counts_once_per_chunk_fed_and_shows_the
     session.finish()
     assert {c.view.state.value for c in session.cards.values()} == {"committed"}
     assert all(c.view.bytes == stream.outcome(c.view.key).bytes for c in session.cards.values())
+
+
+def test_each_chunk_is_timed_when_it_is_forwarded_not_when_it_is_assembled(monkeypatch: Any) -> None:
+    import toollatch.web.live.tee as tee_module
+
+    clock = iter([100.0, 100.5, 101.25])
+    monkeypatch.setattr(tee_module, "monotonic", lambda: next(clock))
+    session = live()
+    tee = Tee(session, Flushes())  # type: ignore[arg-type]
+    pieces = [WIRE[:700], WIRE[700:1500], WIRE[1500:2000]]
+    for piece in pieces:
+        tee.append(piece)
+    assert len(session.live_source.times) == 0  # nothing recorded before the chunks are fed
+    while tee.feed(300):  # fed later, and split differently
+        pass
+    times = session.live_source.times
+    assert list(times.times) == [0.0, 0.5, 1.25] and list(times.ends) == [700, 1500, 2000]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+from time import monotonic
 from collections import deque
 from collections.abc import Callable
 
@@ -52,6 +53,9 @@ class Tee:
         self.store = store
         self._chunks: deque[bytes | memoryview] = deque()
         self._size = 0  # bytes held
+        #: ``(bytes, time.monotonic())`` of each chunk held, recorded on the session's source
+        #: when the chunks are fed (:meth:`_timed`): the pump only notes the time.
+        self._arrivals: list[tuple[int, float]] = []
         self._decoder: Decoder | None = None
         self.broken = False  # the body's coding could not be undone: nothing more is fed
         session.live_source.timed_elsewhere = True  # arrivals are timed here, as forwarded
@@ -83,7 +87,15 @@ class Tee:
             self._chunks.append(chunk)
             self._size += len(chunk)
             if self._decoder is None:  # the bytes the session keeps are these: timed on arrival
-                self.session.live_source.arrived(len(chunk))
+                self._arrivals.append((len(chunk), monotonic()))
+
+    def _timed(self) -> None:
+        """Record the arrival of each chunk held on the session's source, in order."""
+        if self._arrivals:
+            arrived = self.session.live_source.arrived
+            for size, at in self._arrivals:
+                arrived(size, at)
+            self._arrivals.clear()
 
     def feed(self, limit: int | None = None) -> bool:
         """Feed the held bytes to the session, in order: all of them, or the first ``limit``
@@ -92,6 +104,7 @@ class Tee:
         ops per call, and a call first works off what the session still holds of earlier
         bytes (an event of many calls) before it feeds more. Returns True when bytes, or
         events to assemble, are left for another call."""
+        self._timed()
         backlog = self.session.backlog
         if backlog:
             left = backlog.work(self.session, None if limit is None else OPS_STEP)
@@ -123,6 +136,7 @@ class Tee:
         """The body ended (call after the last :meth:`drain`): feed what the decoder still
         holds. ``complete``: the upstream ended it normally, so a body cut short inside its
         coding ends the session (ERROR) instead of a truncated stream."""
+        self._timed()
         if self._decoder is not None and not self.broken:
             self._pass_on(lambda: self._decoder.flush(complete))  # type: ignore[union-attr]
 
