@@ -134,3 +134,47 @@ def test_decode_after_flush_raises_as_the_full_decoder_does() -> None:
     decoder.flush()
     with pytest.raises(RuntimeError, match="after flush"):
         decoder.decode(b"data: a\n\n")
+
+
+def stamped(events: int) -> bytes:
+    """Writes each prefixed with an ``id:`` stamp line, as a gateway (or the proxy benchmark's mock) may send."""
+    body = b""
+    for i in range(events):
+        kind = b"event: content_block_delta\n" if i % 2 else b""
+        body += b"id: t=%d\n" % (1000 + i) + kind + b'data: {"i": %d}\n\n' % i
+    return body
+
+
+def test_events_with_an_id_line_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = stamped(50)
+    assert_same(raw, [])
+    assert_same(raw, range(7, len(raw), 97))
+    calls: list[int] = []
+    real = SSEDecoder.decode
+
+    def counted(self: SSEDecoder, chunk: bytes) -> Any:
+        calls.append(len(chunk))
+        return real(self, chunk)
+
+    monkeypatch.setattr(SSEDecoder, "decode", counted)
+    events = FastSSEDecoder().decode(raw)
+    assert calls == [] and [e.id for e in events] == [f"t={1000 + i}" for i in range(50)]
+    assert [e.event for e in events[:2]] == ["message", "content_block_delta"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"id: a\ndata: 1\n\ndata: 2\n\n",  # the id persists to the next event
+        b"id:\ndata: 1\n\n",  # id: alone sets it to ""
+        b"id: a\x00b\ndata: 1\n\ndata: 2\n\n",  # U+0000: the field is ignored
+        b"event: e\nid: a\ndata: 1\n\n",  # id after event: the full decoder
+        b"id: a\nid: b\ndata: 1\n\n",  # two id lines: the full decoder
+        b"id: a\n\ndata: 1\n\n",  # an id line alone is no event, yet sets the id
+        b"id:a\ndata:1\n\nid: b\ndata\n\n",  # no space after the colon; a field without colon
+        b"id: \xff\ndata: 1\n\n",  # not UTF-8
+    ],
+)
+def test_id_lines_read_as_the_full_decoder_reads_them(raw: bytes) -> None:
+    for cuts in ([], range(1, len(raw)), [len(raw) // 2]):
+        assert_same(raw, cuts)

@@ -1,13 +1,13 @@
 """SSE decoding at ``bytes.find`` speed for the common stream shape, the full decoder for the rest.
 
 :class:`FastSSEDecoder` is a :class:`~toollatch.wire.sse.SSEDecoder` that reads the events
-nearly every provider sends - LF line ends, an optional ``event:`` line, then exactly one
-``data:`` line and a blank line, valid UTF-8 - with a few C-level scans per event instead
+nearly every provider sends - LF line ends, an optional ``id:`` line, an optional ``event:``
+line, then exactly one ``data:`` line and a blank line, valid UTF-8 - with a few C-level scans per event instead
 of a regular-expression match and a field dispatch per line. Everything else is handed to
 the inherited WHATWG decoder at the event boundary where it begins: a CR anywhere in the
 read (CR or CRLF line ends), a BOM or a read at the very start that could begin one, a
-comment, ``id:``, ``retry:`` or any other field, a field without colon, several ``data:``
-lines, ``data:`` before ``event:``, bytes that are not UTF-8, a read that ends inside an
+comment, ``retry:`` or any other field, ``id:`` after ``event:`` or holding U+0000, a
+field without colon, several ``data:`` lines, ``data:`` before ``event:``, bytes that are not UTF-8, a read that ends inside an
 event (the rest of that event and the boundary after it are read by the full decoder too),
 except a read that ends with one whole ``data:`` line (an input cut before its last blank
 line): that line is read here, its event left pending as the full decoder leaves it.
@@ -112,7 +112,14 @@ class FastSSEDecoder(SSEDecoder):
                     continue
                 at = pos
                 kind = "message"
+                event_id = last_id
                 nl = find(b"\n", at)
+                if chunk.startswith(b"id:", at):  # the last event id (a stamp some streams carry)
+                    event_id = chunk[at + 4 if chunk[at + 3] == _SPACE else at + 3 : nl].decode()
+                    if "\x00" in event_id:
+                        break  # ignored by the spec: the full decoder reads it
+                    at = nl + 1
+                    nl = find(b"\n", at)
                 if chunk.startswith(b"event:", at):
                     kind = chunk[at + 7 if chunk[at + 6] == _SPACE else at + 6 : nl].decode() or "message"
                     at = nl + 1
@@ -120,13 +127,15 @@ class FastSSEDecoder(SSEDecoder):
                 if not chunk.startswith(b"data:", at) or chunk[nl + 1] != _LF:
                     break  # not plain: the full decoder reads it
                 data = chunk[at + 6 if chunk[at + 5] == _SPACE else at + 5 : nl].decode()
-                append(SSEEvent(kind, data, last_id, None, line + 1, base + pos))  # no framing notes
-                line += 3 if at != pos else 2
+                append(SSEEvent(kind, data, event_id, None, line + 1, base + pos))  # no framing notes
+                line += chunk.count(b"\n", pos, at) + 2  # the lines before data:, data:, the blank line
+                last_id = event_id
                 pos = nl + 2
         except UnicodeDecodeError:  # not UTF-8: the full decoder replaces it and says so
             pass
         # hand over at the boundary `pos`, as the full decoder would stand there
         self._bytes_read = self._line_start = base + pos
         self._lines_read = line
+        self._last_id = last_id
         return pos
 
