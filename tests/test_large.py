@@ -174,3 +174,18 @@ def test_the_calls_followed_count_over_the_streams_and_keys_are_a_streams_own() 
     assert [len(r.calls) for r in capped.results()] == [15, 15, 10] and capped.untold == 5
     kept = [(c.call_id, c.state.value) for r in capped.results() for c in r.calls]
     assert kept == [(c.call_id, c.state.value) for r in plain.results() for c in r.calls][:40]
+
+
+@pytest.mark.parametrize("framing", ["jsonl", "array", "array-pairs"])
+def test_json_lines_and_array_elements_are_left_unparsed_and_read_alike(framing: str) -> None:
+    docs = [{"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {"a": i, "pad": "x" * 40}}}]}, "index": 0}]} for i in range(3)]
+    docs.append({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}]})
+    if framing == "jsonl":
+        raw = "".join(json.dumps(d) + "\n" for d in docs).encode()
+    elif framing == "array":
+        raw = ("[" + ",\n".join(json.dumps(d) for d in docs) + "]").encode()
+    else:
+        raw = ("[" + ",".join(json.dumps({"event": "message", "data": d}) for d in docs) + "]").encode()
+    deferred = decode(raw, 50)
+    assert all(e.data is UNPARSED for e in deferred[:3])
+    assert [read_unparsed(e, "in") for e in deferred] == decode(raw, None)

@@ -25,6 +25,7 @@ notice, as it does for a non-streaming body: :func:`toollatch.wire.retell.retell
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +34,8 @@ from toollatch.core.pipeline import ADAPTER_FAULTS, Pipeline, framing_ops
 from toollatch.dialects import ADAPTERS, DialectAdapter, detect, make_adapter
 from toollatch.redaction.redact import AssemblyEvent
 from toollatch.wire.capture import UNPARSED, ProviderEvent, _parse_payload
-from toollatch.wire.envelope import LARGE_PAYLOAD_CHARS, collector_paused  # the dashboard's decoders leave payloads over it for read_large_event
+from toollatch.wire.envelope import LARGE_PAYLOAD_CHARS, collector_paused
+from toollatch.wire.jsonarray import ARRAY_ELEMENT, element_event  # the dashboard's decoders leave payloads over it for read_large_event
 
 __all__ = ["CALLS_FOLLOWED", "LARGE_PAYLOAD_CHARS", "CappedPipeline", "LargeEvent", "cap_new_calls", "is_large", "read_large_event", "read_now", "read_unparsed"]
 
@@ -47,6 +49,8 @@ def read_unparsed(event: ProviderEvent, name: str) -> ProviderEvent:
     reading it gives the GIL up every few milliseconds. Any other event is returned as it is."""
     if event.data is not UNPARSED or event.raw is None:
         return event
+    if event.event == ARRAY_ELEMENT:  # an element of a JSON array stream
+        return element_event(_parse_payload(event.raw, None, name, event.line, event.offset))
     return _parse_payload(event.raw, event.event, name, event.line, event.offset, event.framing)
 
 
@@ -88,6 +92,9 @@ class LargeEvent:
     ops: list[Op] | None = None
     left_out: set[CallKey] = field(default_factory=set)
     adopt: tuple[str, DialectAdapter] | None = None
+    #: the input's adapter after this event (a copy of the one given, fed it): the read
+    #: never changes the pipeline's own, so a read thrown away leaves no trace
+    adapter: DialectAdapter | None = None
 
 
 def read_large_event(
@@ -121,7 +128,9 @@ def _read(
         return LargeEvent(parsed)
     dialect, adapter, fresh = state
     adopt = None
-    if adapter is None:
+    if adapter is not None:
+        adapter = copy.deepcopy(adapter)
+    else:
         found = detect(parsed) if fresh else None
         if found not in ADAPTERS:
             return LargeEvent(parsed)
@@ -135,7 +144,7 @@ def _read(
         why = "nested too deep" if isinstance(exc, RecursionError) else type(exc).__name__
         ops.append(StreamError(f"{name}:{parsed.line} (byte {parsed.offset}): cannot interpret {dialect} event ({why})"))
     kept, left_out = cap_new_calls(ops, known, keep, earlier)
-    return LargeEvent(parsed._replace(data=None), kept, left_out, adopt)
+    return LargeEvent(parsed._replace(data=None), kept, left_out, adopt, adapter if adopt is None else None)
 
 
 def read_now(pipeline: Pipeline, event: ProviderEvent, keep: int, earlier: Container[CallKey] = frozenset()) -> LargeEvent:
@@ -208,6 +217,8 @@ class CappedPipeline(Pipeline):
         """Apply an event read by :func:`read_large_event` (its adapter adopted first)."""
         if read.adopt is not None:
             self.adopt(*read.adopt)
+        elif read.adapter is not None and self._adapter is not None:
+            self._adapter = read.adapter  # the copy the read fed
         if read.ops is None:
             return super().feed(read.event)
         self._leave_out(read.left_out)

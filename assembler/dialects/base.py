@@ -7,6 +7,8 @@ states, latches or limits; it never parses argument text. The one exception is
 
 from __future__ import annotations
 
+import functools
+
 from typing import Any, Protocol
 
 from toollatch.wire.capture import ProviderEvent
@@ -69,8 +71,16 @@ def strictness_fault(event: ProviderEvent, *, string_pieces: bool = False) -> st
     """
     if event.raw is None:
         return None
+    return _fault_of(event.raw, string_pieces)
+
+
+@functools.lru_cache(maxsize=1)
+def _fault_of(raw: str, string_pieces: bool) -> str | None:
+    """:func:`strictness_fault` of one payload text, remembered for the next call: every
+    call an event carries asks about the same text (an event of 1,500 content blocks was
+    read strictly 1,500 times)."""
     try:
-        strict_loads(event.raw, string_pieces=string_pieces)
+        strict_loads(raw, string_pieces=string_pieces)
     except StrictJSONError as exc:
         return f"{exc.problem} in the event that carried the arguments"
     return None

@@ -12,6 +12,7 @@ lookup is O(1) however many items share an index.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,6 +35,10 @@ class Item:
     final: bytes | None = None  # digest of the finalized text, once one was used
     wrap_open: bool = False  # custom tool: '{"input":"' sent, '"}' owed
     stopped: bool = False
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Item:
+        """A copy that goes on from here on its own (a running hash is copied by its ``copy``)."""
+        return dataclasses.replace(self, digest=self.digest.copy())
 
 
 class Unroutable(Exception):

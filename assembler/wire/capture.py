@@ -176,7 +176,9 @@ def _iter_jsonl(head: bytes, rest: Iterator[bytes], name: str, lines: int = 0, s
         yield last
 
 
-def _jsonl_line(raw: bytes, name: str, line: int, offset: int, scrub: Callable[[str], str] | None = None) -> ProviderEvent:
+def _jsonl_line(
+    raw: bytes, name: str, line: int, offset: int, scrub: Callable[[str], str] | None = None, defer_over: int | None = None
+) -> ProviderEvent:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -184,7 +186,10 @@ def _jsonl_line(raw: bytes, name: str, line: int, offset: int, scrub: Callable[[
         return ProviderEvent(None, None, line, offset, f"{where}: not UTF-8")
     if line == 1:
         text = text.removeprefix("\ufeff")
-    return _parse_payload(scrub(text) if scrub is not None else text, None, name, line, offset)
+    text = scrub(text) if scrub is not None else text
+    if defer_over is not None and len(text) > defer_over:  # parsed by its reader
+        return ProviderEvent(None, UNPARSED, line, offset, raw=text)
+    return _parse_payload(text, None, name, line, offset)
 
 
 def _iter_eventstream(head: bytes, rest: Iterator[bytes], name: str) -> Iterator[ProviderEvent]:

@@ -168,7 +168,7 @@ class PushDecoder:
             self._frames = _EventStreamReader(self.name, self.scrub)
         elif body.startswith(b"["):
             self._mode = "array"
-            self._array = ArrayReader(self.name, self._skipped, self.scrub)
+            self._array = ArrayReader(self.name, self._skipped, self.scrub, self.defer_over)
         elif body.startswith(b"{"):
             self._mode = "jsonl"
             self._jsonl_line, self._jsonl_offset = self._lines, self._skipped
@@ -229,7 +229,7 @@ class PushDecoder:
             pending.clear()
             self._jsonl_line += 1
             if raw.strip():
-                out.append(_jsonl_line(raw, self.name, self._jsonl_line, self._jsonl_offset, self.scrub))
+                out.append(_jsonl_line(raw, self.name, self._jsonl_line, self._jsonl_offset, self.scrub, self.defer_over))
             self._jsonl_offset += len(raw)
             start = nl + 1
         if start < len(chunk):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from toollatch.wire.capture import DONE, ProviderEvent, _parse_payload
+from toollatch.wire.capture import DONE, UNPARSED, ProviderEvent, _parse_payload
 
 #: Largest array element read (one provider event); a larger one is an error event.
 MAX_ELEMENT_BYTES = 64 * 1024 * 1024
@@ -37,6 +37,26 @@ _STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*("?)', re.DOTALL)
 _WHITESPACE = b"\xef\xbb\xbf \t\r\n"
 
 
+#: :attr:`ProviderEvent.event` of an element left unparsed (``defer_over``): its reader
+#: parses it, then reads it as an element (:func:`element_event`).
+ARRAY_ELEMENT = "\x00array-element"
+
+
+def element_event(event: ProviderEvent) -> ProviderEvent:
+    """One parsed array element as the event it stands for: an ``{"event", "data"}`` pair
+    (as SSE viewers export a stream) as that event, else the element with its ``type`` as
+    the event type."""
+    item = event.data
+    if event.error is not None or not isinstance(item, dict):
+        return event
+    if isinstance(item.get("data"), (dict, str)) and set(item) <= {"event", "data"}:
+        kind = item.get("event")  # {"event", "data"} pairs, as SSE viewers export them
+        data = DONE if item["data"] == DONE else item["data"]
+        return ProviderEvent(kind if isinstance(kind, str) else None, data, event.line, event.offset)
+    kind = item.get("type")
+    return event._replace(event=kind) if isinstance(kind, str) else event
+
+
 class ArrayReader:
     """``feed`` bytes of one JSON array (any split), get the elements it completes as events.
 
@@ -45,9 +65,10 @@ class ArrayReader:
     element's text before it is parsed (see :class:`toollatch.wire.intake.PushDecoder`).
     """
 
-    def __init__(self, name: str, offset: int = 0, scrub: Callable[[str], str] | None = None) -> None:
+    def __init__(self, name: str, offset: int = 0, scrub: Callable[[str], str] | None = None, defer_over: int | None = None) -> None:
         self.name = name
         self.scrub = scrub
+        self.defer_over = defer_over  # an element longer than this (characters) is left unparsed
         self._pos = offset  # input offset of the next byte fed
         self._depth = 0  # 0 before the top-level '[', 1 inside it, more inside an element
         self._in_string = False
@@ -148,16 +169,9 @@ class ArrayReader:
         if not text:
             return self._error(start, "an empty array element (a comma too many)", keep_going=True)
         text = self.scrub(text) if self.scrub is not None else text
-        event = _parse_payload(text, None, self.name, self._count, start)
-        item = event.data
-        if event.error is not None or not isinstance(item, dict):
-            return event
-        if isinstance(item.get("data"), (dict, str)) and set(item) <= {"event", "data"}:
-            kind = item.get("event")  # {"event", "data"} pairs, as SSE viewers export them
-            data = DONE if item["data"] == DONE else item["data"]
-            return ProviderEvent(kind if isinstance(kind, str) else None, data, self._count, start)
-        kind = item.get("type")
-        return event._replace(event=kind) if isinstance(kind, str) else event
+        if self.defer_over is not None and len(text) > self.defer_over:  # parsed by its reader (UNPARSED)
+            return ProviderEvent(ARRAY_ELEMENT, UNPARSED, self._count, start, raw=text)
+        return element_event(_parse_payload(text, None, self.name, self._count, start))
 
     def _between(self) -> ProviderEvent | None:
         """After an element sent at its close: only blanks may come before its delimiter."""

@@ -20,6 +20,7 @@ session's notice and in ``untold_calls``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -90,7 +91,7 @@ class Backlog:
         session.position = session.live_source.count
         pipeline = session.pipeline
         if read.ops is not None:  # its ops wait in parts; what the pipeline does with the read, without them
-            ops, read = read.ops, LargeEvent(read.event, [], read.left_out, read.adopt)
+            ops, read = read.ops, dataclasses.replace(read, ops=[])
             self._ops, self._at = ops, 0
         session._guard(lambda: pipeline.take(read))
 

@@ -7,8 +7,9 @@ reaches one stops in front of it (:meth:`HeldEvent.hold`); the runner then await
 :func:`read_held`, which reads it in a worker thread
 (:func:`~toollatch.core.large.read_large_event`: parsed, turned into ops, the calls past
 the first ``calls_followed`` of the input left out); the next step feeds that read
-(:meth:`HeldEvent.feeder`). A step that cannot wait (a replay at its recorded pace) reads it
-where it is. The calls left out are counted in the session's notice
+(:meth:`HeldEvent.feeder`). A step that cannot wait (one not ``sliced``) reads it where it
+is. The read feeds a copy of the input's adapter, so a read thrown away (the replay
+paused, stepped or rewound meanwhile) leaves the pipeline as it was. The calls left out are counted in the session's notice
 (:func:`note_untold`), as a live session's are.
 """
 

@@ -331,7 +331,8 @@ class SessionStore:
             count = 1
             while pos + count < len(schedule) and schedule[pos + count] <= reached and count < FULL_SPEED_BATCH:
                 count += 1
-            session.step(count)
+            session.step(count, sliced=True)
+            await read_held(session)  # a large event the step stopped in front of: read in a worker thread
             self.flush(session)
             await self._sleep(0)
 

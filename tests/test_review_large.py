@@ -1,0 +1,310 @@
+"""Adversarial checks of large-event reading (core/large.py, web/live/backlog.py,
+web/replay/held.py, wire/envelope.py): each test names one way the dashboard's view of a
+large event can differ from the library's, or hold the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from toollatch.core import large
+from toollatch.core.config import AssembleConfig
+from toollatch.core.large import CALLS_FOLLOWED as KEEP, LARGE_PAYLOAD_CHARS, CappedPipeline
+from toollatch.core.pipeline import Pipeline
+from toollatch.wire import envelope
+from toollatch.wire.intake import PushDecoder
+from toollatch.web.live.tee import Tee
+
+from .test_tee import Flushes, live
+
+#: Known limits (strict: a fix makes the test pass, and its marker must go).
+pipelined_left_out = pytest.mark.xfail(strict=True, reason="BUG: a call left out that commits before the stream's end (execute_before_stream_end) still uses its tool_call_id in the library; the dashboard, which never assembled it, commits the shown call with the same id")
+nested_large = pytest.mark.xfail(strict=True, reason="BUG: a large payload nested deeper than Python code recurses (~300 levels) is parsed again by json.loads in C, holding the GIL for the whole parse")
+undetected_first = pytest.mark.xfail(strict=True, reason="BUG: a large event after events that told no dialect is fed whole by the pipeline (on the event loop), every call followed")
+
+
+def sse(docs: list[dict[str, Any]]) -> str:
+    return "".join(f"event: {d['type']}\ndata: {json.dumps(d)}\n\n" for d in docs)
+
+
+def anthropic_start(count: int, pad: int, message: str = "m1") -> dict[str, Any]:
+    blocks = [{"type": "tool_use", "id": f"t{i}", "name": "f", "input": {"a": i, "pad": "x" * pad}} for i in range(count)]
+    return {"type": "message_start", "message": {"id": message, "model": "c", "content": blocks, "stop_reason": None}}
+
+
+def anthropic_call(index: int, call_id: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": call_id, "name": "f", "input": {}}},
+        {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": '{"b": 2}'}},
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
+END = [{"type": "message_delta", "delta": {"stop_reason": "tool_use"}}, {"type": "message_stop"}]
+
+
+def both(raw: bytes, config: AssembleConfig | None = None) -> tuple[list[Any], list[Any]]:
+    """(library verdicts, dashboard verdicts) per stream: (call_id, state, reason)."""
+    config = config or AssembleConfig()
+    out = []
+    for pipeline, defer in ((Pipeline(name="in", config=config), None), (CappedPipeline(name="in", config=config), LARGE_PAYLOAD_CHARS)):
+        decoder = PushDecoder("in", defer_over=defer)
+        for event in [*decoder.feed(raw), *decoder.close()]:
+            pipeline.feed(event)
+        pipeline.close()
+        out.append([[(c.call_id, c.state.value, c.reason) for c in r.calls] for r in pipeline.results()])
+    return out[0], out[1]
+
+
+@pipelined_left_out
+@pytest.mark.parametrize(("budget", "first_id", "reason"), [(None, f"t{KEEP + 20}", "stream_error")])
+def test_a_shown_call_gets_the_library_verdict_when_calls_left_out_commit_before_it(budget: int | None, first_id: str, reason: str) -> None:
+    """A pipelined call left out (the 1,020th) commits at its block end under the id of a shown call that commits at the stream end: the library FAILS the shown call (id already used), the dashboard shows it COMMITTED."""
+    config = AssembleConfig(execute_before_stream_end=True, allow_pipelined_execute=("f",), max_tool_calls_per_run=budget)
+    shown_first = [
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": first_id, "name": "g", "input": {}}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"b": 2}'}},
+        {"type": "content_block_stop", "index": 0},
+    ]
+    pipelined = [op for i in range(1, KEEP + 40) for op in anthropic_call(i, f"t{i}")]
+    raw = sse([anthropic_start(0, 0), *shown_first, *pipelined, *END]).encode()
+    full, shown = both(raw, config)
+    assert full[0][0][0] == first_id and full[0][0][1] == "failed" and full[0][0][2].startswith(reason)
+    assert shown[0][0] == full[0][0]
+
+
+def test_one_event_is_rechecked_strictly_once_not_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """check_strict re-parses the whole event per block: a 272 KB message_start of 1500 blocks holds the loop ~7 s (ops_of on the event loop), 730 KB ~40 s in the thread."""
+    from toollatch.dialects import base
+
+    calls = [0]
+    real = base.strict_loads
+
+    def counted(text: str, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return real(text, **kwargs)
+
+    monkeypatch.setattr(base, "strict_loads", counted)
+    raw = sse([anthropic_start(200, 10), *END]).encode()
+    decoder = PushDecoder("in")
+    pipeline = Pipeline(name="in")
+    events = [*decoder.feed(raw), *decoder.close()]
+    pipeline.ops_of(events[0])  # what the live backlog runs on the event loop for an event under 512 KiB
+    assert calls[0] <= 1, f"{calls[0]} strict parses of one event"
+
+
+@pytest.mark.parametrize("tail", [pytest.param('"z": ' + "[" * 600 + "]" * 600, marks=nested_large), '"z": 1} x', '"z": ' + "9" * 5000])
+def test_a_large_payload_is_never_parsed_whole_by_the_c_scanner(tail: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large payload the pure-Python scanner refuses (a 600-deep value, an error, a 5000-digit int at its end) is parsed again by json.loads in C: 10 MB holds the GIL ~0.4-0.7 s."""
+    whole: list[int] = []
+    real = envelope._stdlib_parse
+
+    def seen(text: str) -> Any:
+        whole.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(envelope, "_stdlib_parse", seen)
+    text = '{"pad": "' + "x" * (LARGE_PAYLOAD_CHARS + 10) + '", ' + tail + "}"
+    try:
+        envelope.parse_envelope(text)
+    except (ValueError, RecursionError):
+        pass
+    assert not [n for n in whole if n > LARGE_PAYLOAD_CHARS]
+
+
+def _on_loop_reads(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
+    """Patch the large-event readers to record the thread each runs in."""
+    threads: list[str] = []
+    real = large.read_large_event
+
+    def read(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(*args)
+
+    from toollatch.web.live import backlog
+    from toollatch.web.replay import held
+
+    for module in (large, backlog, held):
+        monkeypatch.setattr(module, "read_large_event", read)
+    loop: list[str] = []
+    return threads, loop
+
+
+def test_a_gemini_json_array_stream_defers_its_large_element_and_follows_its_first_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only SSE payloads are deferred: a streamGenerateContent JSON array (or JSON Lines) element of megabytes is parsed on the event loop (5.5 MB: ~3 s lag) and all its calls followed."""
+    from toollatch.web.live.session import LiveSession, LiveSource
+
+    parsed_on: list[str] = []
+    real = envelope._parse_large
+
+    def parse(text: str) -> Any:
+        parsed_on.append(threading.current_thread().name)
+        return real(text)
+
+    monkeypatch.setattr(envelope, "_parse_large", parse)
+    parts = [{"functionCall": {"name": "f", "args": {"a": i}}} for i in range(20000)]
+    docs = [{"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}]}, {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}]}]
+    wire = ("[" + ",\n".join(json.dumps(d) for d in docs) + "]").encode()
+    assert len(wire) > LARGE_PAYLOAD_CHARS
+    source = LiveSource("up/g", upstream="up", endpoint="/v1beta/models/m:streamGenerateContent", dialect="gemini", request={"contents": []})
+    session = LiveSession("array", source, AssembleConfig())
+    source.http_status, source.content_type = 200, "application/json"
+    tee = Tee(session, Flushes())  # type: ignore[arg-type]
+
+    async def run() -> str:
+        for i in range(0, len(wire), 65536):
+            tee.append(wire[i : i + 65536])
+            await tee.drain()
+        tee.close(True)
+        await session.settle()
+        return threading.current_thread().name
+
+    loop_thread = asyncio.run(run())
+    assert session.end_kind == "complete"
+    assert loop_thread not in parsed_on
+    assert len(session.cards) == KEEP
+
+
+def test_a_recording_replayed_at_its_recorded_pace_reads_its_large_event_off_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorded-pace player steps unsliced (runner.py: session.step(count)): the held large event is read by CappedPipeline.feed on the event loop."""
+    import time
+
+    from toollatch.observe.timing import ChunkTimes
+    from toollatch.web.app import resource_dir
+    from toollatch.web.pages.render import Renderer
+    from toollatch.web.replay.runner import SessionStore
+    from toollatch.web.settings import Settings
+    from toollatch.web.triage.sources import LoadedSource, check
+
+    threads, _ = _on_loop_reads(monkeypatch)
+    entries = [{"index": i, "id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}} for i in range(6000)]
+    docs = [{"choices": [{"index": 0, "delta": {"tool_calls": entries}}]}, {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+    wire = ("".join(f"data: {json.dumps(d)}\n\n" for d in docs) + "data: [DONE]\n\n").encode()
+    events, dialect = check(wire, "rec.sse", AssembleConfig(), None)
+    threads.clear()  # the dry run's own read (a worker thread of the upload route)
+    times = ChunkTimes.from_chunks([(0.0, wire[:10]), (0.01, wire[10:])])
+    source = LoadedSource("recording", "rec.sse", "rec.sse", "", wire, events, dialect, None, None, None, times)
+
+    async def run() -> tuple[Any, str]:
+        settings = Settings()
+        store = SessionStore(settings, Renderer(resource_dir("templates"), settings))
+        session = store.create(source)
+        assert session.recorded_pace
+        deadline = time.monotonic() + 60
+        while not session.status.done and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        await store.shutdown()
+        return session, threading.current_thread().name
+
+    session, loop_thread = asyncio.run(run())
+    assert session.status.value == "finished" and len(session.cards) == KEEP
+    assert threads and loop_thread not in threads
+
+
+def test_pausing_a_replay_while_its_large_event_is_read_does_not_feed_the_adapter_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pause cancels the runner awaiting read_held, but the worker thread has fed the pipeline's adapter; Play reads the event again through that adapter: calls change verdict."""
+    import time
+
+    from toollatch.web.app import resource_dir
+    from toollatch.web.pages.render import Renderer
+    from toollatch.web.replay import held
+    from toollatch.web.replay.runner import SessionStore
+    from toollatch.web.settings import FULL_SPEED, Settings
+    from toollatch.web.triage.sources import LoadedSource, check
+
+    started, release = threading.Event(), threading.Event()
+    real = held.read_large_event
+
+    def slow(*args: Any) -> Any:
+        out = real(*args)
+        started.set()
+        release.wait(30)
+        return out
+
+    monkeypatch.setattr(held, "read_large_event", slow)
+    parts = [{"functionCall": {"name": "f", "args": {"a": i}}} for i in range(20000)]
+    docs = [
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]}, "index": 0}]},  # a small first event: the pipeline's own adapter reads the large one
+        {"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}]},
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}]},
+    ]
+    wire = "".join(f"data: {json.dumps(d)}\n\n" for d in docs).encode()
+    events, dialect = check(wire, "p.sse", AssembleConfig(), None)
+    source = LoadedSource("upload", "p.sse", "p.sse", "", wire, events, dialect, None)
+
+    async def run() -> Any:
+        settings = Settings()
+        store = SessionStore(settings, Renderer(resource_dir("templates"), settings))
+        session = store.create(source, speed=FULL_SPEED)
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        store.pause(session)  # the runner awaiting the read is cancelled; the thread goes on
+        release.set()
+        await asyncio.sleep(0.2)
+        store.play(session)
+        deadline = time.monotonic() + 60
+        while not session.status.done and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        await store.shutdown()
+        return session
+
+    session = asyncio.run(run())
+    from .test_live_backlog import whole_verdicts
+
+    shown = [(c.call_id, c.name, c.state, c.reason) for r in session.pipeline.results() for c in r.calls]
+    assert session.status.value == "finished"
+    assert shown == whole_verdicts(wire, "gemini")[:KEEP]  # ids gemini_call_20000... after a second read through the same adapter
+
+
+@undetected_first
+def test_a_large_event_after_an_event_that_does_not_tell_the_dialect_is_capped_too() -> None:
+    """A first event no dialect claims leaves fresh False: read_large_event returns ops None and take() feeds the whole parsed event on the caller's thread (100k calls: ~6 s on the loop, every call followed)."""
+    entries = [{"index": i, "id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}} for i in range(6000)]
+    docs = [{"object": "something"}, {"choices": [{"index": 0, "delta": {"tool_calls": entries}}]}, {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+    raw = ("".join(f"data: {json.dumps(d)}\n\n" for d in docs) + "data: [DONE]\n\n").encode()
+    decoder = PushDecoder("in", defer_over=LARGE_PAYLOAD_CHARS)
+    events = decoder.feed(raw)
+    pipeline = CappedPipeline(name="in")
+    pipeline.feed(events[0])
+    read = large.read_now(pipeline, events[1], pipeline.room())
+    assert read.ops is not None  # else the caller (the event loop) feeds the whole event itself
+    pipeline.take(read)
+    for event in events[2:]:
+        pipeline.feed(event)
+    pipeline.close()
+    assert sum(len(r.calls) for r in pipeline.results()) == KEEP and pipeline.untold == 6000 - KEEP
+
+
+def test_the_json_twin_and_report_of_a_replay_count_the_calls_left_out() -> None:
+    """Held on main since 58630b7: /api/sessions/{id} names the notice and untold count (at 2c77a67 it had neither)."""
+    import time
+
+    from toollatch.web.app import resource_dir
+    from toollatch.web.pages.render import Renderer
+    from toollatch.web.replay.runner import SessionStore
+    from toollatch.web.settings import FULL_SPEED, Settings
+    from toollatch.web.triage.sources import LoadedSource, check
+
+    entries = [{"index": i, "id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}} for i in range(6000)]
+    docs = [{"choices": [{"index": 0, "delta": {"tool_calls": entries}}]}, {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+    wire = ("".join(f"data: {json.dumps(d)}\n\n" for d in docs) + "data: [DONE]\n\n").encode()
+    events, dialect = check(wire, "u.sse", AssembleConfig(), None)
+    source = LoadedSource("upload", "u.sse", "u.sse", "", wire, events, dialect, None)
+
+    async def run() -> Any:
+        settings = Settings()
+        store = SessionStore(settings, Renderer(resource_dir("templates"), settings))
+        session = store.create(source, speed=FULL_SPEED)
+        deadline = time.monotonic() + 60
+        while not session.status.done and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        await store.shutdown()
+        return session
+
+    session = asyncio.run(run())
+    assert session.notice and "5000" in session.notice  # the page says so
+    assert "5000" in json.dumps(session.to_json())  # the JSON twin did not
