@@ -189,3 +189,28 @@ def test_json_lines_and_array_elements_are_left_unparsed_and_read_alike(framing:
     deferred = decode(raw, 50)
     assert all(e.data is UNPARSED for e in deferred[:3])
     assert [read_unparsed(e, "in") for e in deferred] == decode(raw, None)
+
+
+def test_events_held_before_the_dialect_is_told_are_read_with_the_large_one_that_tells_it() -> None:
+    """An event no dialect claims, then an unreadable one, then each capture: read as large
+    events, the same verdicts (the held events' ops first, an unreadable one failing the stream)."""
+    require_shared(CAPTURES)
+    checked = 0
+    for path in shared_files():
+        if path.suffix != ".sse":
+            continue
+        raw = b'data: {"object": "x"}\n\ndata: {not json\n\n' + path.read_bytes()
+        plain = Pipeline(name="in")
+        try:
+            for event in decode(raw, None):
+                plain.feed(event)
+            plain.close()
+        except CaptureError:
+            continue
+        large = CappedPipeline(name="in", keep=10**9)
+        for event in decode(raw, 0):
+            large.feed(event)
+        large.close()
+        assert verdicts(large) == verdicts(plain), path.name
+        checked += 1
+    assert checked >= 20

@@ -24,7 +24,6 @@ from .test_tee import Flushes, live
 #: Known limits (strict: a fix makes the test pass, and its marker must go).
 pipelined_left_out = pytest.mark.xfail(strict=True, reason="BUG: a call left out that commits before the stream's end (execute_before_stream_end) still uses its tool_call_id in the library; the dashboard, which never assembled it, commits the shown call with the same id")
 nested_large = pytest.mark.xfail(strict=True, reason="BUG: a large payload nested deeper than Python code recurses (~300 levels) is parsed again by json.loads in C, holding the GIL for the whole parse")
-undetected_first = pytest.mark.xfail(strict=True, reason="BUG: a large event after events that told no dialect is fed whole by the pipeline (on the event loop), every call followed")
 
 
 def sse(docs: list[dict[str, Any]]) -> str:
@@ -260,7 +259,6 @@ def test_pausing_a_replay_while_its_large_event_is_read_does_not_feed_the_adapte
     assert shown == whole_verdicts(wire, "gemini")[:KEEP]  # ids gemini_call_20000... after a second read through the same adapter
 
 
-@undetected_first
 def test_a_large_event_after_an_event_that_does_not_tell_the_dialect_is_capped_too() -> None:
     """A first event no dialect claims leaves fresh False: read_large_event returns ops None and take() feeds the whole parsed event on the caller's thread (100k calls: ~6 s on the loop, every call followed)."""
     entries = [{"index": i, "id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}} for i in range(6000)]

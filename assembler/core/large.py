@@ -99,7 +99,7 @@ class LargeEvent:
 
 def read_large_event(
     event: ProviderEvent,
-    state: tuple[str | None, DialectAdapter | None, bool],
+    state: tuple[str | None, DialectAdapter | None, tuple[ProviderEvent, ...] | None],
     known: Container[CallKey],
     keep: int,
     name: str,
@@ -117,7 +117,7 @@ def read_large_event(
 
 def _read(
     event: ProviderEvent,
-    state: tuple[str | None, DialectAdapter | None, bool],
+    state: tuple[str | None, DialectAdapter | None, tuple[ProviderEvent, ...] | None],
     known: Container[CallKey],
     keep: int,
     name: str,
@@ -126,23 +126,23 @@ def _read(
     parsed = read_unparsed(event, name)
     if parsed.error is not None or parsed.data is None:
         return LargeEvent(parsed)
-    dialect, adapter, fresh = state
+    dialect, adapter, held = state
     adopt = None
-    if adapter is not None:
-        adapter = copy.deepcopy(adapter)
-    else:
-        found = detect(parsed) if fresh else None
+    if adapter is None:  # the input's first events: this one may tell the dialect
+        found = detect(parsed) if held is not None else None
         if found not in ADAPTERS:
-            return LargeEvent(parsed)
+            return LargeEvent(parsed)  # held by the pipeline as it is (no adapter reads it yet)
         assert found is not None
-        dialect, adapter = found, make_adapter(found)
+        adapter, ops = Pipeline(name=name).held_ops(found, [*held, parsed])  # type: ignore[misc]
         adopt = (found, adapter)
-    ops: list[Op] = framing_ops(parsed.framing) if parsed.framing else []
-    try:
-        ops += adapter.feed(parsed)
-    except ADAPTER_FAULTS as exc:
-        why = "nested too deep" if isinstance(exc, RecursionError) else type(exc).__name__
-        ops.append(StreamError(f"{name}:{parsed.line} (byte {parsed.offset}): cannot interpret {dialect} event ({why})"))
+    else:
+        adapter = copy.deepcopy(adapter)
+        ops = framing_ops(parsed.framing) if parsed.framing else []
+        try:
+            ops += adapter.feed(parsed)
+        except ADAPTER_FAULTS as exc:
+            why = "nested too deep" if isinstance(exc, RecursionError) else type(exc).__name__
+            ops.append(StreamError(f"{name}:{parsed.line} (byte {parsed.offset}): cannot interpret {dialect} event ({why})"))
     kept, left_out = cap_new_calls(ops, known, keep, earlier)
     return LargeEvent(parsed._replace(data=None), kept, left_out, adopt, adapter if adopt is None else None)
 

@@ -143,21 +143,25 @@ class Pipeline:
                     raise CaptureError(f"{self.name}: no known provider stream in the first {DETECTION_WINDOW} events")
                 return []
             self._use(found)
-            pending, self._pending = self._pending, []
-            ops: list[Op] = []
-            unreadable: int | None = None  # where the first unreadable event's ops begin
-            for ev in pending:
-                if ev.error is not None and unreadable is None:
-                    unreadable = len(ops)
-                ops += self._ops(ev)
-            if unreadable is not None:
-                start = next((i for i, op in enumerate(ops) if type(op) is StreamStart), None)
-                if start is not None and start > unreadable:
-                    # An unreadable event before the stream's start event (``message_start``...)
-                    # fails that stream, in every dialect, not an empty one before it.
-                    ops.insert(unreadable, ops.pop(start))
-            return self._apply_all(ops)
+            return self._apply_all(self._held_ops())
         return self._feed_known(event)
+
+    def _held_ops(self) -> list[Op]:
+        """The ops of the events held until one told the dialect (now in use), in order."""
+        pending, self._pending = self._pending, []
+        ops: list[Op] = []
+        unreadable: int | None = None  # where the first unreadable event's ops begin
+        for ev in pending:
+            if ev.error is not None and unreadable is None:
+                unreadable = len(ops)
+            ops += self._ops(ev)
+        if unreadable is not None:
+            start = next((i for i, op in enumerate(ops) if type(op) is StreamStart), None)
+            if start is not None and start > unreadable:
+                # An unreadable event before the stream's start event (``message_start``...)
+                # fails that stream, in every dialect, not an empty one before it.
+                ops.insert(unreadable, ops.pop(start))
+        return ops
 
     def ops_of(self, event: ProviderEvent) -> list[Op] | None:
         """The ops a plain ``event`` of the known dialect means, in a stream already begun,
@@ -181,19 +185,30 @@ class Pipeline:
         except ADAPTER_FAULTS as exc:
             return [self._uninterpretable(event, exc)]
 
-    def adapter_state(self) -> tuple[str | None, DialectAdapter | None, bool]:
-        """``(dialect, adapter, fresh)`` for reading one event's ops elsewhere (a worker
+    def adapter_state(self) -> tuple[str | None, DialectAdapter | None, tuple[ProviderEvent, ...] | None]:
+        """``(dialect, adapter, held)`` for reading one event's ops elsewhere (a worker
         thread: :func:`toollatch.core.large.read_large_event`): the dialect and adapter in
-        use, None for both before the dialect is known; ``fresh``: no event is held
-        before the dialect is known and input is open, so the first event may tell it."""
-        return self._dialect, self._adapter, not self._pending and not self._closed
+        use, None for both before the dialect is known; ``held``: the events held until
+        one tells the dialect (None once input is closed)."""
+        return self._dialect, self._adapter, None if self._closed else tuple(self._pending)
+
+    def held_ops(self, dialect: str, held: list[ProviderEvent]) -> tuple[DialectAdapter, list[Op]]:
+        """The adapter of ``dialect`` and the ops of ``held`` (events held until the last of
+        them told the dialect), as :meth:`feed` makes them, on a pipeline made for it (a
+        worker thread's; this one is not changed)."""
+        self._pending = list(held)
+        self._use(dialect)
+        assert self._adapter is not None
+        return self._adapter, self._held_ops()
 
     def adopt(self, dialect: str, adapter: DialectAdapter) -> None:
-        """Use ``adapter`` of ``dialect``: one made and fed this input's first event elsewhere
-        (as :meth:`ops_of` would have); its ops are then applied with :meth:`apply_ops`."""
+        """Use ``adapter`` of ``dialect``: one made and fed the events held so far and the one
+        that told the dialect elsewhere (:meth:`held_ops`); their ops are then applied with
+        :meth:`apply_ops`."""
         if self._adapter is None:
             self._use(dialect)
             self._adapter = adapter
+            self._pending = []
 
     def call_keys(self) -> frozenset[CallKey]:
         """The keys the current stream's ops named its calls by (aliases included)."""
