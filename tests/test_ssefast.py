@@ -30,6 +30,28 @@ def trace(cls: type[SSEDecoder], chunks: Sequence[bytes]) -> list[Any]:
     return out
 
 
+def trace_rows(chunks: Sequence[bytes]) -> list[Any]:
+    """:func:`trace` of :meth:`FastSSEDecoder.decode_rows`, every event without its ``id``
+    (a row has none): a row stands for an event without framing notes or comments."""
+    decoder = FastSSEDecoder()
+    out: list[Any] = []
+    for chunk in chunks:
+        for e in decoder.decode_rows(chunk):
+            if type(e) is tuple:
+                kind, data, line, offset = e
+                out.append((kind, data, None, line, offset, frozenset(), 0))
+            else:
+                out.append((e.event, e.data, e.retry, e.line, e.offset, e.framing, e.comment_lines))
+        out.append(("read", decoder.bytes_read, decoder.lines_read))
+    out.extend(decoder.flush())
+    out.append(("tail", decoder.incomplete_tail))
+    return out
+
+
+def without_ids(entries: list[Any]) -> list[Any]:
+    return [e[:2] + e[3:] if len(e) == 8 else e for e in entries]
+
+
 def split_at(raw: bytes, cuts: Sequence[int]) -> list[bytes]:
     bounds = [0, *sorted(set(cuts)), len(raw)]
     return [raw[a:b] for a, b in zip(bounds, bounds[1:])]
@@ -37,7 +59,9 @@ def split_at(raw: bytes, cuts: Sequence[int]) -> list[bytes]:
 
 def assert_same(raw: bytes, cuts: Sequence[int]) -> None:
     chunks = split_at(raw, cuts)
-    assert trace(FastSSEDecoder, chunks) == trace(SSEDecoder, chunks)
+    full = trace(SSEDecoder, chunks)
+    assert trace(FastSSEDecoder, chunks) == full
+    assert trace_rows(chunks) == without_ids(full)
 
 
 def shared_files() -> list[Path]:
@@ -127,6 +151,13 @@ def test_plain_events_never_reach_the_full_decoder(monkeypatch: pytest.MonkeyPat
     assert (decoder.bytes_read, decoder.lines_read) == (40, 6)
     decoder.decode(b"data: a\r\n\r\n")  # a CR line end: the full decoder reads it
     assert calls == [b"data: a\r\n\r\n"]
+
+
+def test_rows_are_plain_tuples_and_other_events_full_ones() -> None:
+    decoder = FastSSEDecoder()
+    rows = decoder.decode_rows(b"event: a\ndata: {}\n\n: ping\ndata: b\n\n")
+    assert rows[0] == ("a", "{}", 1, 0)
+    assert type(rows[1]) is not tuple and (rows[1].data, rows[1].comment_lines) == ("b", 1)
 
 
 def test_decode_after_flush_raises_as_the_full_decoder_does() -> None:

@@ -198,25 +198,29 @@ class PushDecoder:
         out = []
         lines, skipped, name = self._lines, self._skipped, self.name
         scrub, defer = self.scrub, self.defer_over
-        for ev in self._sse.decode(chunk):
-            kind = None if ev.event == "message" else ev.event
-            text = ev.data
+        for ev in self._sse.decode_rows(chunk):
+            if ev.__class__ is tuple:  # a plain event of the fast path: no framing notes
+                kind, text, line, offset = ev  # type: ignore[misc]
+                framing: tuple[str, ...] = ()
+            else:
+                kind, text, line, offset = ev.event, ev.data, ev.line, ev.offset  # type: ignore[union-attr]
+                framing = sse_framing(ev) if ev.framing else ()  # type: ignore[union-attr, arg-type]
+            if kind == "message":
+                kind = None
             if defer is not None and len(text) > defer:
-                framing = sse_framing(ev) if ev.framing else ()
                 text = scrub(text) if scrub is not None else text
-                out.append(_event(ProviderEvent, (kind, UNPARSED, ev.line + lines, ev.offset + skipped, None, framing, text)))
+                out.append(_event(ProviderEvent, (kind, UNPARSED, line + lines, offset + skipped, None, framing, text)))
                 continue
-            if ev.framing or scrub is not None or len(text) < 32:
-                framing = sse_framing(ev) if ev.framing else ()
+            if framing or scrub is not None or len(text) < 32:
                 text = scrub(text) if scrub is not None else text
-                out.append(_parse_payload(text, kind, name, ev.line + lines, ev.offset + skipped, framing))
+                out.append(_parse_payload(text, kind, name, line + lines, offset + skipped, framing))
                 continue
             try:  # the common event: a JSON payload, no framing notes (_parse_payload's result, one call less)
                 value = parse_envelope(text)
             except (ValueError, RecursionError):  # _parse_payload words the error
-                out.append(_parse_payload(text, kind, name, ev.line + lines, ev.offset + skipped))
+                out.append(_parse_payload(text, kind, name, line + lines, offset + skipped))
                 continue
-            out.append(_event(ProviderEvent, (kind, value, ev.line + lines, ev.offset + skipped, None, (), text)))
+            out.append(_event(ProviderEvent, (kind, value, line + lines, offset + skipped, None, (), text)))
         return out
 
     def _jsonl_feed(self, chunk: bytes) -> list[ProviderEvent]:
