@@ -67,16 +67,17 @@ def _has_lone_surrogate(value: Any) -> bool:
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise _DuplicateKey("duplicate object key")
-        obj[key] = value
+    obj = dict(pairs)
+    if len(obj) != len(pairs):  # a key given twice: fewer entries than pairs
+        raise _DuplicateKey("duplicate object key")
     return obj
 
 
 #: Built once: a decoder with hooks costs more to make than a small call costs to parse.
 _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_reject_constant, parse_float=_finite_float)
+#: The decoder's scanner: ``(value, end)`` of the value at an index, StopIteration where none
+#: begins (what ``raw_decode`` calls, without its Python frame).
+_SCAN = _DECODER.scan_once
 
 
 def join_surrogate_pairs(text: str) -> str:
@@ -104,8 +105,8 @@ def strict_loads(text: str, *, string_pieces: bool = False) -> Any:
     """
     try:
         try:  # the common text: one value, nothing around it
-            value, end = _DECODER.raw_decode(text)
-        except json.JSONDecodeError:
+            value, end = _SCAN(text, 0)
+        except (StopIteration, json.JSONDecodeError):
             end = -1
         if end != len(text):  # whitespace around it, trailing data or an error: the full parse says which
             value = _DECODER.decode(text)
@@ -164,7 +165,8 @@ def check_arguments(
     less when ``schema_budget`` (shared by the calls finalized together) has less left. A
     check that cannot finish in its limit fails the call ``schema_check_timeout``.
     """
-    text = join_surrogate_pairs(text)
+    if not text.isascii():  # ASCII text holds no surrogate
+        text = join_surrogate_pairs(text)
     if registry is not None and name not in registry:
         return Verdict(None, Reason.UNKNOWN_TOOL.with_detail(f"{name} is not registered for this turn"))
     if max_depth is not None and text.count("[") + text.count("{") > max_depth and (depth := text_depth(text)) > max_depth:
@@ -200,7 +202,12 @@ def check_arguments(
             more = f" (+{len(issues) - 1} more)" if len(issues) > 1 else ""
             errors = [{"pointer": i.pointer, "keyword": i.keyword} for i in issues]
             return Verdict(None, Reason.SCHEMA_INVALID.with_detail(detail.rstrip() + more), {"kind": "schema", "errors": errors})
-    return Verdict(value, None)
+    return _verdict(Verdict, (value, None, None))
+
+
+#: Builds a :class:`Verdict` from a tuple of its three fields without the Python-level
+#: ``__new__`` of a named tuple: the verdict of every call that passes.
+_verdict = tuple.__new__
 
 
 def _json_type(value: Any) -> str:

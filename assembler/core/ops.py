@@ -208,8 +208,10 @@ class StreamEnd:
     words: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
-        _escaped_detail(self)
-        _escaped_detail(self, "message")
+        detail, message = self.detail, self.message
+        if (detail and not detail.isascii()) or (message and not message.isascii()):  # ASCII: nothing to escape
+            _escaped_detail(self)
+            _escaped_detail(self, "message")
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,8 +227,10 @@ class StreamTruncated:
     words: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
-        _escaped_detail(self)
-        _escaped_detail(self, "message")
+        detail, message = self.detail, self.message
+        if (detail and not detail.isascii()) or (message and not message.isascii()):  # ASCII: nothing to escape
+            _escaped_detail(self)
+            _escaped_detail(self, "message")
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,8 +248,10 @@ class StreamError:
     words: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
-        _escaped_detail(self)
-        _escaped_detail(self, "message")
+        detail, message = self.detail, self.message
+        if (detail and not detail.isascii()) or (message and not message.isascii()):  # ASCII: nothing to escape
+            _escaped_detail(self)
+            _escaped_detail(self, "message")
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,22 +45,26 @@ def finish_complete(asm: Assembler, op: StreamEnd, out: list[AssemblyEvent]) -> 
     """The stream ended normally: every call not yet terminal reaches the latch, in
     ``finalize_order``; calls sharing one tool_call_id fail first."""
     asm._ended_at = asm._clock()
-    found = holders(asm, op.detail, op.words)  # before the latch releases the buffers
+    found = holders(asm, op.detail, op.words) if op.words else {}  # before the latch releases the buffers
     calls = asm._ordered()
-    shared = shared_ids(calls)  # a tool_call_id carried by more than one client call
+    shared = shared_ids(calls) if len(calls) > 1 else None  # a tool_call_id carried by more than one client call
     # the schema checks of all the calls latched here, together (no registry: no schema check)
     budget = CheckBudget() if asm.registry is not None else None
     for call in calls:
-        if shared and call.call_id in shared and call.machine.state not in TERMINAL_STATES:
+        machine = call.machine
+        if shared and call.call_id in shared and machine.state not in TERMINAL_STATES:
             if call.call_id in asm._run_ids:
                 refuse_reused_id(asm, call, out)
             else:  # One tool_call_id for two calls: running either could run the tool twice.
                 asm._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
-        if call.machine.state is OPEN:
+        if machine.state is OPEN:
             asm._move(call, ARGS_DONE, out)
-        if call.machine.state is ARGS_COMPLETE:
+        if machine.state is ARGS_COMPLETE:
             latch(asm, call, out, budget)
-    asm._set_end("complete", shown_detail(asm, op.detail, op.message, found), out)
+    detail = op.detail
+    if found or op.message:  # else the detail is shown as it is
+        detail = shown_detail(asm, detail, op.message, found)
+    asm._set_end("complete", detail, out)
 
 
 def latch(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], budget: CheckBudget | None = None) -> None:
@@ -86,13 +90,14 @@ def latch(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], budget: Ch
     if call.not_strict is not None:
         verdict = Verdict(None, Reason.INVALID_JSON.with_detail(call.not_strict))
     else:
+        config = asm.config
         verdict = check_arguments(
             text,
             call.name,
             registry=registry,
-            must_be_object=asm.config.arguments_must_be_object,
+            must_be_object=config.arguments_must_be_object,
             reveal=asm.reveal,
-            max_depth=asm.config.max_tool_argument_depth,
+            max_depth=config.max_tool_argument_depth,
             schema_budget=budget,
         )
     if asm.metrics is not None:

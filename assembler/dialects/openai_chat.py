@@ -201,10 +201,15 @@ class OpenAIChatAdapter:
     def _end(self, detail: str) -> list[Op]:
         self._ended = True
         ops: list[Op] = []
-        whole = sum(state.single for state in self._choices.values())
-        if whole:  # one op for them all (a stream of 100,000 calls: not 100,000 ops)
-            ops.append(Quirk("whole_call_in_one_delta", whole))
-        reasons = [state.reason for state in self._choices.values() if state.reason]
+        whole = 0
+        reasons: list[str] = []
+        for state in self._choices.values():
+            whole += state.single
+            if state.reason:
+                reasons.append(state.reason)
+        if not whole:
+            return end_ops("finish_reason", reasons, detail)
+        ops.append(Quirk("whole_call_in_one_delta", whole))  # one op for them all (a stream of 100,000 calls: not 100,000 ops)
         ops.extend(end_ops("finish_reason", reasons, detail))
         return ops
 
@@ -217,8 +222,12 @@ class OpenAIChatAdapter:
         """
         if self._ended:
             return []
-        if self._choices and all(c.finished for c in self._choices.values()):
-            return self._end("finish_reason")
+        if self._choices:
+            for choice in self._choices.values():
+                if not choice.finished:
+                    break
+            else:  # every choice seen has its finish_reason
+                return self._end("finish_reason")
         return [StreamTruncated("input ended before finish_reason or [DONE]")]
 
     def _entry(self, ci: int, state: _Choice, entry: dict[str, Any], ops: list[Op], event: ProviderEvent) -> None:
