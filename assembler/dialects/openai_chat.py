@@ -74,9 +74,12 @@ class OpenAIChatAdapter:
             # the common chunk: one choice, no error, no usage, no filter results, no extras
             choices = data.get("choices")
             if choices.__class__ is list and len(choices) == 1 and (choice := choices[0]).__class__ is dict:
-                ops: list[Op] = []
-                if not (choice.keys() <= _PLAIN_CHOICE and self._plain(choice, ops)):
-                    self._choice(choice, ops, event)
+                if choice.keys() <= _PLAIN_CHOICE and not choice.get("finish_reason"):
+                    ops = self._plain(choice)
+                    if ops is not None:
+                        return ops
+                ops = []
+                self._choice(choice, ops, event)
                 return ops
         ops = []
         if data == DONE:
@@ -101,35 +104,44 @@ class OpenAIChatAdapter:
                 self._choice(choice, ops, event)
         return ops
 
-    def _plain(self, choice: dict[str, Any], ops: list[Op]) -> bool:
-        """The two most common chunks, in one step, for an open choice already seen: one more
-        argument fragment for a bound index (text and a repeated ``role`` may stand beside
-        it), or text (``content``, ``reasoning``...) with no tool call, no ``role`` and no
-        ``finish_reason``. ``choice`` has only the keys of
-        :data:`_PLAIN_CHOICE`. False: not such a chunk, nothing done."""
-        if choice.get("finish_reason"):
-            return False
+    def _plain(self, choice: dict[str, Any]) -> list[Op] | None:
+        """The ops of the two most common chunks, in one step, for an open choice already
+        seen: one more argument fragment for a bound index (text and a repeated ``role``
+        may stand beside it), or text (``content``, ``reasoning``...) with no tool call and
+        no ``role``. ``choice`` has only the keys of :data:`_PLAIN_CHOICE` and no
+        ``finish_reason``. None: not such a chunk, nothing done (the general way reads it)."""
         ci = choice.get("index", 0)
         state = self._choices.get(ci) if type(ci) is int else None
         delta = choice.get("delta")
         if state is None or state.finished or delta.__class__ is not dict:
-            return False
+            return None
         entries = delta.get("tool_calls")
         if entries is None:
-            return "role" not in delta  # text only: nothing for the assembler
-        if entries.__class__ is not list or len(entries) != 1:
-            return False
-        if len(delta) == 1 or not delta.get("role"):  # other delta keys (text) are not the adapter's
-            return self._continuation(state, entries[0], ops)
-        # the delta's role repeated beside a fragment (some gateways send it in every chunk):
-        # the quirk goes before the fragment, as the general way orders them
-        at = len(ops)
-        if not self._continuation(state, entries[0], ops):
-            return False
-        if state.role_seen:
-            ops.insert(at, Quirk("role_repeated"))
-        state.role_seen = True
-        return True
+            return None if "role" in delta else []  # text only: nothing for the assembler
+        # one more fragment: {"index": i, "function": {"arguments": "..."}} at a bound index
+        if entries.__class__ is not list or len(entries) != 1 or (entry := entries[0]).__class__ is not dict or "id" in entry:
+            return None
+        index = entry.get("index")
+        fn = entry.get("function")
+        if type(index) is not int or fn.__class__ is not dict or len(fn) != 1:
+            return None
+        key = state.bound.get(index)
+        args = fn.get("arguments")
+        if key is None or args.__class__ is not str:
+            return None
+        ops: list[Op] = []
+        if len(delta) > 1 and delta.get("role"):  # other delta keys (text) are not the adapter's
+            # the delta's role repeated beside a fragment (some gateways send it in every
+            # chunk): the quirk goes before the fragment, as the general way orders them
+            if state.role_seen:
+                ops.append(Quirk("role_repeated"))
+            state.role_seen = True
+        if args:
+            if key in state.whole_in_start:  # counted only where the count is read: see _end
+                state.fragments[key] += 1
+                state.single -= state.fragments[key] == 2
+            ops.append(ArgsFragment(key, args))
+        return ops
 
     def _choice(self, choice: dict[str, Any], ops: list[Op], event: ProviderEvent) -> bool:
         """Apply one ``choices[]`` element; True if it carried a ``finish_reason``."""
