@@ -64,7 +64,7 @@ class RunBudget:
         return True
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CallRecord:
     """Everything the assembler keeps about one call; only :meth:`view` leaves it before commit."""
 
@@ -91,6 +91,20 @@ class CallRecord:
     not_strict: str | None = None  # an event that carried its arguments was not strict JSON
     not_unicode: tuple[str, ...] = ()  # call_id / name held a lone surrogate (kept escaped)
     item: str | None = None  # the provider's kind of call (CallStart.item)
+
+    def __init__(
+        self, key: CallKey, call_id: str | None, name: str | None, executor: Executor, whole_arguments: str | None
+    ) -> None:
+        # written out: the generated one calls a factory per default container (one record per call)
+        self.key, self.call_id, self.name, self.executor, self.whole_arguments = key, call_id, name, executor, whole_arguments
+        self.machine = CallStateMachine()
+        self.buffer, self.lengths = bytearray(), bytearray()
+        self.diagnosis = self.reason = self.arguments = self.not_strict = self.item = None
+        self.bytes = self.fragments = 0
+        self.transitions = []
+        self.last_activity = 0.0
+        self.repaired = False
+        self.not_unicode = ()
 
     def view(self) -> CallView:
         return CallView(

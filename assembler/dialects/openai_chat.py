@@ -21,7 +21,6 @@ keys).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from toollatch.core import jsontext
@@ -41,22 +40,24 @@ _PLAIN_CHUNK = frozenset(
 _PLAIN_CHOICE = frozenset({"index", "delta", "finish_reason", "logprobs", "native_finish_reason"})
 
 
-@dataclass
 class _Choice:
     """One choice's calls; every lookup is a dict lookup, so n calls cost O(n)."""
 
-    bound: dict[int, CallKey] = field(default_factory=dict)  # tool_calls index -> newest key there
-    next_index: int = 0  # one past the highest tool_calls index bound
-    by_id: dict[str, CallKey] = field(default_factory=dict)
-    ids: dict[CallKey, str] = field(default_factory=dict)
-    keys: dict[CallKey, None] = field(default_factory=dict)  # every call started, in order
-    # fragments per call (counts only, never text); exact for the calls of whole_in_start
-    fragments: dict[CallKey, int] = field(default_factory=dict)
-    whole_in_start: set[CallKey] = field(default_factory=set)  # start entry carried arguments
-    single: int = 0  # calls of whole_in_start with one fragment so far (kept as they grow: read at the end)
-    finished: bool = False
-    reason: str | None = None  # the last finish_reason given
-    role_seen: bool = False
+    __slots__ = ("bound", "next_index", "by_id", "ids", "keys", "fragments", "whole_in_start", "single", "finished", "reason", "role_seen")
+
+    def __init__(self) -> None:
+        self.bound: dict[int, CallKey] = {}  # tool_calls index -> newest key there
+        self.next_index = 0  # one past the highest tool_calls index bound
+        self.by_id: dict[str, CallKey] = {}
+        self.ids: dict[CallKey, str] = {}
+        self.keys: dict[CallKey, None] = {}  # every call started, in order
+        # fragments per call (counts only, never text); exact for the calls of whole_in_start
+        self.fragments: dict[CallKey, int] = {}
+        self.whole_in_start: set[CallKey] = set()  # start entry carried arguments
+        self.single = 0  # calls of whole_in_start with one fragment so far (kept as they grow: read at the end)
+        self.finished = False
+        self.reason: str | None = None  # the last finish_reason given
+        self.role_seen = False
 
 
 class OpenAIChatAdapter:
