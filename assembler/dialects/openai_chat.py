@@ -75,10 +75,17 @@ class OpenAIChatAdapter:
             # the common chunk: one choice, no error, no usage, no filter results, no extras
             choices = data.get("choices")
             if choices.__class__ is list and len(choices) == 1 and (choice := choices[0]).__class__ is dict:
-                if choice.keys() <= _PLAIN_CHOICE and not choice.get("finish_reason"):
-                    ops = self._plain(choice)
-                    if ops is not None:
-                        return ops
+                # an open choice already seen, no finish_reason: text, or one more fragment
+                if choice.keys() <= _PLAIN_CHOICE and not choice.get("finish_reason") and type(ci := choice.get("index", 0)) is int:
+                    state = self._choices.get(ci)
+                    delta = choice.get("delta")
+                    if state is not None and not state.finished and delta.__class__ is dict:
+                        entries = delta.get("tool_calls")
+                        if entries is None:
+                            if "role" not in delta:
+                                return []  # text only (content, reasoning...): nothing for the assembler
+                        elif (ops := self._fragment(state, delta, entries)) is not None:
+                            return ops
                 ops = []
                 self._choice(choice, ops, event)
                 return ops
@@ -105,20 +112,11 @@ class OpenAIChatAdapter:
                 self._choice(choice, ops, event)
         return ops
 
-    def _plain(self, choice: dict[str, Any]) -> list[Op] | None:
-        """The ops of the two most common chunks, in one step, for an open choice already
-        seen: one more argument fragment for a bound index (text and a repeated ``role``
-        may stand beside it), or text (``content``, ``reasoning``...) with no tool call and
-        no ``role``. ``choice`` has only the keys of :data:`_PLAIN_CHOICE` and no
-        ``finish_reason``. None: not such a chunk, nothing done (the general way reads it)."""
-        ci = choice.get("index", 0)
-        state = self._choices.get(ci) if type(ci) is int else None
-        delta = choice.get("delta")
-        if state is None or state.finished or delta.__class__ is not dict:
-            return None
-        entries = delta.get("tool_calls")
-        if entries is None:
-            return None if "role" in delta else []  # text only: nothing for the assembler
+    def _fragment(self, state: _Choice, delta: dict[str, Any], entries: Any) -> list[Op] | None:
+        """The ops of a chunk that brings one more argument fragment for a bound index of
+        the open choice ``state`` (``delta``: its delta, ``entries`` its ``tool_calls``,
+        not None); text and a repeated ``role`` may stand beside it. None: not such a
+        chunk, nothing done (the general way reads it)."""
         # one more fragment: {"index": i, "function": {"arguments": "..."}} at a bound index
         if entries.__class__ is not list or len(entries) != 1 or (entry := entries[0]).__class__ is not dict or "id" in entry:
             return None
