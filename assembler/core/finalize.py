@@ -165,21 +165,12 @@ def check_arguments(
     less when ``schema_budget`` (shared by the calls finalized together) has less left. A
     check that cannot finish in its limit fails the call ``schema_check_timeout``.
     """
-    if not text.isascii():  # ASCII text holds no surrogate
-        text = join_surrogate_pairs(text)
     if registry is not None and name not in registry:
         return Verdict(None, Reason.UNKNOWN_TOOL.with_detail(f"{name} is not registered for this turn"))
-    if max_depth is not None and text.count("[") + text.count("{") > max_depth and (depth := text_depth(text)) > max_depth:
-        return Verdict(None, Reason.ARGUMENTS_TOO_DEEP.with_detail(f"nested {depth} levels deep; the limit is {max_depth}"))
-    if text == "":
-        value: Any = {}
-    else:
-        try:
-            value = strict_loads(text)
-        except StrictJSONError as exc:
-            return Verdict(None, Reason.INVALID_JSON.with_detail(str(exc)))
-    if must_be_object and not isinstance(value, dict):
-        return Verdict(None, Reason.ARGUMENTS_NOT_OBJECT.with_detail(f"got a JSON {_json_type(value)}"))
+    verdict = check_json(text, must_be_object, max_depth)
+    if verdict.reason is not None:
+        return verdict
+    value = verdict.arguments
     if registry is not None:
         budget = schema_budget or CheckBudget()
         try:
@@ -202,6 +193,27 @@ def check_arguments(
             more = f" (+{len(issues) - 1} more)" if len(issues) > 1 else ""
             errors = [{"pointer": i.pointer, "keyword": i.keyword} for i in issues]
             return Verdict(None, Reason.SCHEMA_INVALID.with_detail(detail.rstrip() + more), {"kind": "schema", "errors": errors})
+    return verdict
+
+
+def check_json(text: str, must_be_object: bool = True, max_depth: int | None = None) -> Verdict:
+    """Latch conditions 2-3 without a registry: ``text`` (the joined fragments, a split
+    surrogate pair joined) is strict JSON, nested at most ``max_depth`` levels, and an
+    object when ``must_be_object``; ``""`` is ``{}``. What :func:`check_arguments` checks
+    before the schema, for a call whose tool has none."""
+    if not text.isascii():  # ASCII text holds no surrogate
+        text = join_surrogate_pairs(text)
+    if max_depth is not None and text.count("[") + text.count("{") > max_depth and (depth := text_depth(text)) > max_depth:
+        return Verdict(None, Reason.ARGUMENTS_TOO_DEEP.with_detail(f"nested {depth} levels deep; the limit is {max_depth}"))
+    if text == "":
+        value: Any = {}
+    else:
+        try:
+            value = strict_loads(text)
+        except StrictJSONError as exc:
+            return Verdict(None, Reason.INVALID_JSON.with_detail(str(exc)))
+    if must_be_object and not isinstance(value, dict):
+        return Verdict(None, Reason.ARGUMENTS_NOT_OBJECT.with_detail(f"got a JSON {_json_type(value)}"))
     return _verdict(Verdict, (value, None, None))
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from toollatch.core.calls import CallRecord, shared_ids
-from toollatch.core.finalize import Verdict, check_arguments
+from toollatch.core.finalize import Verdict, check_arguments, check_json
 from toollatch.core.model import (
     ARGS_COMPLETE,
     COMMITTED,
@@ -87,10 +87,12 @@ def latch(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], budget: Ch
         return
     text = call.take_text()
     registry = asm.registry if call.executor == "client" else None
+    config = asm.config
     if call.not_strict is not None:
         verdict = Verdict(None, Reason.INVALID_JSON.with_detail(call.not_strict))
+    elif registry is None:  # no tool to look up, no schema: the text checks only
+        verdict = check_json(text, config.arguments_must_be_object, config.max_tool_argument_depth)
     else:
-        config = asm.config
         verdict = check_arguments(
             text,
             call.name,
