@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toollatch.wire.envelope import parse_envelope
+from toollatch.wire.envelope import LARGE_PAYLOAD_CHARS, parse_envelope, parse_plain, read_is_plain
 
 
 def same(a: Any, b: Any) -> bool:
@@ -33,13 +33,51 @@ def outcome(parse: Any, text: str) -> Any:
         return ("error", type(exc), str(exc))
 
 
+def plain_route(text: str) -> Any:
+    """A payload read as the SSE reader reads one cut from a read :func:`read_is_plain`
+    accepted: :func:`parse_plain`, and :func:`parse_envelope` where it refuses."""
+    try:
+        return ("value", parse_plain(text))
+    except ValueError:
+        return outcome(parse_envelope, text)
+
+
 def assert_as_json_loads(text: str) -> None:
-    got, want = outcome(parse_envelope, text), outcome(json.loads, text)
-    assert got[0] == want[0], (text, got, want)
-    if got[0] == "value":
-        assert same(got[1], want[1]), (text, got, want)
-    else:
-        assert got == want
+    want = outcome(json.loads, text)
+    routes = [parse_envelope]
+    # the text as a read of its own, and inside a read of other bytes
+    for read in (text.encode("utf-8", "surrogatepass"), b"data: " + text.encode("utf-8", "surrogatepass") + b"\n\n"):
+        if read_is_plain(read):
+            routes.append(plain_route)
+    for route in routes:
+        got = outcome(route, text) if route is parse_envelope else route(text)
+        assert got[0] == want[0], (text, got, want)
+        if got[0] == "value":
+            assert same(got[1], want[1]), (text, got, want)
+        else:
+            assert got == want
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        b'data: {"index": 1234567890123456789}\n\n',  # 19 digits
+        b'data: {"id": "call_12345678901234567890123"}\n\n',
+        b"data: " + b"[" * 199 + b"{}" + b"]" * 199 + b"\n\n",  # 200 openers
+        b'data: {"a": [1]}\n\n' * 100,  # 200 openers over 100 payloads
+    ],
+)
+def test_a_read_with_a_long_digit_run_or_many_openers_is_not_plain(read: bytes) -> None:
+    assert not read_is_plain(read)
+
+
+def test_a_read_that_could_hold_a_large_payload_is_not_plain() -> None:
+    # such a payload is parsed by the scanner that lets other threads run (parse_envelope)
+    assert not read_is_plain(b'data: "' + b"x" * LARGE_PAYLOAD_CHARS + b'"\n\n')
+
+
+def test_a_small_read_is_plain() -> None:
+    assert read_is_plain(b'data: {"id": "call_1", "n": 123456789012345678, "a": [[1]]}\n\n' * 3)
 
 
 @pytest.mark.parametrize(

@@ -9,13 +9,13 @@ import gc
 import json
 import json.scanner
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import orjson
 
-__all__ = ["LARGE_PAYLOAD_CHARS", "collector_paused", "parse_envelope"]
+__all__ = ["LARGE_PAYLOAD_CHARS", "collector_paused", "parse_envelope", "parse_plain", "read_is_plain"]
 
 #: ``json.loads`` without its per-call checks.
 _raw_decode = json.JSONDecoder().raw_decode
@@ -124,3 +124,22 @@ def parse_envelope(text: str) -> Any:
         except orjson.JSONDecodeError:
             pass
     return _stdlib_parse(text)
+
+
+def read_is_plain(raw: bytes) -> bool:
+    """True when every payload cut whole from ``raw`` (one read of the input, bytes) may
+    take orjson's result without :func:`parse_envelope`'s checks: ``raw`` opens fewer
+    than 200 arrays and objects, holds no run of 19 digits, and is at most
+    :data:`LARGE_PAYLOAD_CHARS` bytes long, so no part of it does otherwise or is longer.
+    One scan per read instead of one per payload; a read of many events usually opens
+    more and then each payload is checked on its own."""
+    if len(raw) > LARGE_PAYLOAD_CHARS or raw.count(b"{") + raw.count(b"[") >= _NESTING_GUARD:
+        return False
+    return _LONG_DIGITS not in raw.translate(_DIGITS_AS_ZERO)
+
+
+#: :func:`parse_envelope` of a payload cut whole from a read that :func:`read_is_plain`
+#: accepted: orjson's result (it reads the text without encoding it again), or
+#: :class:`orjson.JSONDecodeError` (a :class:`ValueError`) where orjson refuses the text;
+#: :func:`parse_envelope` then gives the value or the error. ``(text: str) -> Any``.
+parse_plain: Callable[[str], Any] = _orjson_loads

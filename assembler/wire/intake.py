@@ -38,7 +38,7 @@ from toollatch.wire.capture import (
     is_eventstream,
     sse_framing,
 )
-from toollatch.wire.envelope import parse_envelope
+from toollatch.wire.envelope import parse_envelope, parse_plain, read_is_plain
 from toollatch.wire.jsonarray import ArrayReader
 from toollatch.wire.sse import SSEDecoder
 from toollatch.wire.ssefast import FastSSEDecoder
@@ -198,13 +198,19 @@ class PushDecoder:
         out = []
         lines, skipped, name = self._lines, self._skipped, self.name
         scrub, defer = self.scrub, self.defer_over
-        for ev in self._sse.decode_rows(chunk):
+        rows = self._sse.decode_rows(chunk)
+        # the payloads of the fast path's rows lie whole in this read: one check of the read
+        # for them all (those the full decoder reads may begin in an earlier read)
+        parse = parse_plain if rows and read_is_plain(chunk) else parse_envelope
+        for ev in rows:
             if ev.__class__ is tuple:  # a plain event of the fast path: no framing notes
                 kind, text, line, offset = ev  # type: ignore[misc]
                 framing: tuple[str, ...] = ()
+                parse_text = parse
             else:
                 kind, text, line, offset = ev.event, ev.data, ev.line, ev.offset  # type: ignore[union-attr]
                 framing = sse_framing(ev) if ev.framing else ()  # type: ignore[union-attr, arg-type]
+                parse_text = parse_envelope
             if kind == "message":
                 kind = None
             if defer is not None and len(text) > defer:
@@ -216,8 +222,8 @@ class PushDecoder:
                 out.append(_parse_payload(text, kind, name, line + lines, offset + skipped, framing))
                 continue
             try:  # the common event: a JSON payload, no framing notes (_parse_payload's result, one call less)
-                value = parse_envelope(text)
-            except (ValueError, RecursionError):  # _parse_payload words the error
+                value = parse_text(text)
+            except (ValueError, RecursionError):  # _parse_payload parses it again, or words the error
                 out.append(_parse_payload(text, kind, name, line + lines, offset + skipped))
                 continue
             out.append(_event(ProviderEvent, (kind, value, line + lines, offset + skipped, None, (), text)))
