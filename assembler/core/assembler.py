@@ -187,8 +187,12 @@ class Assembler:
         if kind is ArgsFragment and self.began and self._end is None:  # the hot path
             self._fragment(op, out)  # type: ignore[arg-type]
             return out
-        if kind is Quirk:
-            self._quirk(op.name, out, op.count)  # type: ignore[union-attr]
+        if kind is Quirk:  # _quirk, inline: some gateways cause one per chunk
+            name = op.name  # type: ignore[union-attr]
+            seen = self._quirks.get(name, 0)
+            self._quirks[name] = seen + op.count  # type: ignore[union-attr]
+            if not seen and self.emit_events:
+                self._emit(out, "quirk", detail=name)
             return out
         if kind not in _HANDLERS and kind is not StreamStart:
             raise TypeError(f"Assembler.apply takes an op (toollatch.core.model.Op), not {kind.__qualname__}")

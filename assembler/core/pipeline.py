@@ -314,12 +314,16 @@ class Pipeline:
         return StreamError(f"{where}: cannot interpret {self._dialect} event ({why})")
 
     def _apply_all(self, ops: list[Op]) -> list[AssemblyEvent]:
-        if len(ops) == 1 and type(ops[0]) is not StreamStart and self._streams:  # most events make one op
-            return self._streams[-1].apply(ops[0])
+        streams = self._streams
+        if len(ops) == 1 and type(ops[0]) is not StreamStart and streams:  # most events make one op
+            return streams[-1].apply(ops[0])
         out: list[AssemblyEvent] = []
         for op in ops:
-            if type(op) is StreamStart and self._streams and self._streams[-1].began:
-                previous = self._streams[-1]
+            if type(op) is not StreamStart and streams:  # the common op: to the current stream
+                out += streams[-1].apply(op)
+                continue
+            if type(op) is StreamStart and streams and streams[-1].began:
+                previous = streams[-1]
                 if not previous.ended:
                     # A stream begun without its own start event (a call before
                     # message_start, an item before response.created): the adapter saw no

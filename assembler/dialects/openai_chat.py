@@ -40,6 +40,11 @@ _PLAIN_CHUNK = frozenset(
 _PLAIN_CHOICE = frozenset({"index", "delta", "finish_reason", "logprobs", "native_finish_reason"})
 
 
+#: The quirk of a ``role`` repeated in a later chunk (some gateways send it in every chunk):
+#: one op shared by every such chunk (ops are never mutated).
+_ROLE_REPEATED = Quirk("role_repeated")
+
+
 class _Choice:
     """One choice's calls; every lookup is a dict lookup, so n calls cost O(n)."""
 
@@ -133,7 +138,7 @@ class OpenAIChatAdapter:
             # the delta's role repeated beside a fragment (some gateways send it in every
             # chunk): the quirk goes before the fragment, as the general way orders them
             if state.role_seen:
-                ops.append(Quirk("role_repeated"))
+                ops.append(_ROLE_REPEATED)
             state.role_seen = True
         if args:
             if key in state.whole_in_start:  # counted only where the count is read: see _end
@@ -197,7 +202,7 @@ class OpenAIChatAdapter:
     def _delta(self, ci: int, state: _Choice, delta: dict[str, Any], ops: list[Op], event: ProviderEvent) -> None:
         if delta.get("role"):
             if state.role_seen:
-                ops.append(Quirk("role_repeated"))
+                ops.append(_ROLE_REPEATED)
             state.role_seen = True
         entries = delta.get("tool_calls")
         if isinstance(entries, list):
