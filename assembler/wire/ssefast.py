@@ -111,17 +111,27 @@ class FastSSEDecoder(SSEDecoder):
 
     def _plain(self, chunk: bytes, pos: int, end: int, events: list[SSEEvent | PlainRow], rows: bool) -> int:
         """Append the plain events from ``pos`` (an event boundary, the full decoder idle)
-        to ``events`` (as :data:`PlainRow` tuples when ``rows``); stop before the first event that is not plain, or at ``end`` (after
-        the last blank line of ``chunk``). Returns where it stopped, the counters set as the full
-        decoder would have them there."""
+        to ``events`` (as :data:`PlainRow` tuples when ``rows``); stop before the first event
+        that is not plain, or at ``end`` (after the last blank line of ``chunk``). Returns
+        where it stopped, the counters set as the full decoder would have them there."""
         base = self._bytes_read - pos  # input offset of chunk[0]
         line = self._lines_read  # lines complete before `pos`
         last_id = self._last_id
         find = chunk.find
+        startswith = chunk.startswith
         not_lf = _NOT_LF.search
         append = events.append
         try:
             while pos < end:
+                if startswith(b"data: ", pos):  # the most common event: one data line, no type
+                    nl = find(b"\n", pos)
+                    if chunk[nl + 1] != _LF:
+                        break  # more lines: the full decoder reads it
+                    data = chunk[pos + 6 : nl].decode()
+                    append(("message", data, line + 1, base + pos) if rows else SSEEvent("message", data, last_id, None, line + 1, base + pos))
+                    line += 2
+                    pos = nl + 2
+                    continue
                 if chunk[pos] == _LF:  # a run of blank lines
                     found = not_lf(chunk, pos, end)
                     after = found.start() if found is not None else end
@@ -132,17 +142,17 @@ class FastSSEDecoder(SSEDecoder):
                 kind = "message"
                 event_id = last_id
                 nl = find(b"\n", at)
-                if chunk.startswith(b"id:", at):  # the last event id (a stamp some streams carry)
+                if startswith(b"id:", at):  # the last event id (a stamp some streams carry)
                     event_id = chunk[at + 4 if chunk[at + 3] == _SPACE else at + 3 : nl].decode()
                     if "\x00" in event_id:
                         break  # ignored by the spec: the full decoder reads it
                     at = nl + 1
                     nl = find(b"\n", at)
-                if chunk.startswith(b"event:", at):
+                if startswith(b"event:", at):
                     kind = chunk[at + 7 if chunk[at + 6] == _SPACE else at + 6 : nl].decode() or "message"
                     at = nl + 1
                     nl = find(b"\n", at)
-                if not chunk.startswith(b"data:", at) or chunk[nl + 1] != _LF:
+                if not startswith(b"data:", at) or chunk[nl + 1] != _LF:
                     break  # not plain: the full decoder reads it
                 data = chunk[at + 6 if chunk[at + 5] == _SPACE else at + 5 : nl].decode()
                 if rows:
@@ -159,4 +169,3 @@ class FastSSEDecoder(SSEDecoder):
         self._lines_read = line
         self._last_id = last_id
         return pos
-
