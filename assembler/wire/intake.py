@@ -202,9 +202,20 @@ class PushDecoder:
         # the payloads of the fast path's rows lie whole in this read: one check of the read
         # for them all (those the full decoder reads may begin in an earlier read)
         parse = parse_plain if rows and read_is_plain(chunk) else parse_envelope
+        # no payload of the read to scrub, and none long enough to be left unparsed
+        quick = scrub is None and (defer is None or len(chunk) <= defer)
         for ev in rows:
             if ev.__class__ is tuple:  # a plain event of the fast path: no framing notes
                 kind, text, line, offset = ev  # type: ignore[misc]
+                if quick and len(text) >= 32:  # the common event: a JSON payload
+                    try:
+                        value = parse(text)
+                    except (ValueError, RecursionError):  # _parse_payload parses it again, or words the error
+                        pass
+                    else:
+                        kind = None if kind == "message" else kind
+                        out.append(_event(ProviderEvent, (kind, value, line + lines, offset + skipped, None, (), text)))
+                        continue
                 framing: tuple[str, ...] = ()
                 parse_text = parse
             else:
