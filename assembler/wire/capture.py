@@ -327,9 +327,21 @@ def iter_capture(chunks: Iterable[bytes], name: str = "<input>") -> Iterator[Pro
     byte ``{`` means JSON Lines, anything else SSE. The decoding is
     :class:`toollatch.wire.intake.PushDecoder`'s, the one every intake uses.
     """
-    from toollatch.wire.intake import iter_pushed  # intake builds on this module's framings
+    return (_iter_pushed or _load_iter_pushed())(chunks, name)
 
-    return iter_pushed(chunks, name)
+
+#: :func:`toollatch.wire.intake.iter_pushed`, once loaded (intake builds on this module's
+#: framings, so it cannot be imported while this module loads); an import statement per
+#: call would cost more than reading a small capture's first event.
+_iter_pushed: Callable[[Iterable[bytes], str], Iterator[ProviderEvent]] | None = None
+
+
+def _load_iter_pushed() -> Callable[[Iterable[bytes], str], Iterator[ProviderEvent]]:
+    global _iter_pushed
+    from toollatch.wire.intake import iter_pushed
+
+    _iter_pushed = iter_pushed
+    return iter_pushed
 
 
 def _skip_http_heads(head: bytes) -> tuple[bytes, bool]:
