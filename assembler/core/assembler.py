@@ -117,15 +117,13 @@ class Assembler:
         self._end_detail: str | None = None
         self._quirks: dict[str, int] = {}
         self.began = False
+        #: True once the stream ended (any way): later ops are ignored.
+        self.ended = False
         #: The free text of the provider error that ended the stream (untrusted: it may
         #: quote argument text); never in a reason or event unless ``reveal``.
         self.provider_message: str | None = None
 
     # ------------------------------------------------------------------ queries
-
-    @property
-    def ended(self) -> bool:
-        return self._end is not None
 
     @property
     def end(self) -> StreamEndKind | None:
@@ -316,6 +314,7 @@ class Assembler:
         if len(self._calls) > 1:
             keep_one_record_per_id(self._calls.values(), by_key=self.config.finalize_order != "arrival")
         self._end, self._end_detail = end, detail
+        self.ended = True
         if self.emit_events:
             self._emit(out, "stream_end", end=end, detail=detail)
 

@@ -139,14 +139,6 @@ class CallRecord:
             self.item,
         )
 
-    def take_text(self) -> str:
-        """The call's whole argument text, joined once (streamed fragments, else the text
-        that came whole with the start, else ""); the buffer is released."""
-        assert self.buffer is not None
-        text = self.buffer.decode("utf-8", "surrogatepass") if self.fragments else self.whole_arguments or ""
-        self.buffer = None
-        return text
-
     def invalid_json_diagnosis(self, text: str, reason: str) -> dict[str, Any] | None:
         """Where the joined ``text`` stopped being JSON: the fragment, byte and expected token
         (see :func:`~toollatch.core.jsonprefix.diagnose`); for text whose grammar holds but which

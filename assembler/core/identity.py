@@ -18,6 +18,9 @@ from toollatch.core.calls import CallRecord
 from toollatch.core.model import OPEN, TERMINAL_STATES, CallIdentity, CallStart, Reason, Transition
 from toollatch.redaction.redact import AssemblyEvent
 
+#: Builds a :class:`Transition` from a tuple of its fields without its Python-level ``__new__``.
+_transition = tuple.__new__
+
 if TYPE_CHECKING:
     from toollatch.core.assembler import Assembler
 
@@ -53,7 +56,7 @@ def start(asm: Assembler, op: CallStart, out: list[AssemblyEvent]) -> None:
     asm._calls[key] = call
     asm._in_flight += 1
     call.last_activity = asm._now()
-    call.transitions.append(Transition(OPEN, call.last_activity))
+    call.transitions.append(_transition(Transition, (OPEN, call.last_activity)))
     if asm.emit_events:
         asm._emit(out, "call_opened", call)
     if in_flight >= asm.config.max_tool_calls_in_flight_assemble:

@@ -136,8 +136,12 @@ class Pipeline:
                 return []
             if event.data is None and event.framing:  # cut before any event told the dialect
                 raise CaptureError(f"{self.name}:{event.line} (byte {event.offset}): the input ends inside this event, before any provider stream was recognised")
-            self._pending.append(event)
             found = detect(event)
+            if found is not None and not self._pending and not event.framing:
+                # the first event tells the dialect, nothing held before it: read as any later one
+                self._use(found)
+                return Pipeline.feed(self, event)  # this method's own hot path, whatever a subclass does
+            self._pending.append(event)
             if found is None:
                 if len(self._pending) >= DETECTION_WINDOW:
                     raise CaptureError(f"{self.name}: no known provider stream in the first {DETECTION_WINDOW} events")
@@ -227,10 +231,10 @@ class Pipeline:
             return []
         if self._adapter is None:
             raise CaptureError(self._first_error() or f"{self.name}: no known provider stream found")
-        current = self._current()
+        current = self._streams[-1] if self._streams else self._current()
         out: list[AssemblyEvent] = []
         if not current.ended:  # an adapter's own end-of-input verdict, unless the stream already ended
-            out.extend(self._apply_all(self._adapter.close()))
+            out = self._apply_all(self._adapter.close())
         for stream in self._streams:
             if not stream.ended:
                 out.extend(self._end_every_stream(StreamTruncated("input ended")))

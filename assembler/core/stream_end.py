@@ -85,7 +85,10 @@ def latch(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], budget: Ch
     if call.executor == "client" and call.call_id in asm._run_ids:
         refuse_reused_id(asm, call, out)
         return
-    text = call.take_text()
+    # the whole argument text, joined once (streamed fragments, else the text that came
+    # whole with the start, else ""); the buffer is released
+    text = call.buffer.decode("utf-8", "surrogatepass") if call.fragments else call.whole_arguments or ""  # type: ignore[union-attr]
+    call.buffer = None
     registry = asm.registry if call.executor == "client" else None
     config = asm.config
     if call.not_strict is not None:

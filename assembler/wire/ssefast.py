@@ -73,7 +73,8 @@ class FastSSEDecoder(SSEDecoder):
         cut = chunk.rfind(b"\n\n")
         end = cut + 2 if cut >= 0 else 0  # every line before `end` is complete
         while pos < size:
-            if self._idle():
+            # the full decoder idle, at an event boundary with nothing carried (_idle, inline)
+            if not self._parts and self._first is None and not self._skip_lf and not self._framing and not self._comments:
                 pos = self._plain(chunk, pos, end, events, rows)
                 if pos == size:
                     break
