@@ -170,7 +170,9 @@ class OpenAIChatAdapter:
         reason = choice.get("finish_reason")
         if not reason:
             return False
-        state = self._choices.setdefault(ci, _Choice())
+        state = self._choices.get(ci)
+        if state is None:
+            state = self._choices[ci] = _Choice()
         if state.finished:
             ops.append(Quirk("finish_reason_repeated"))
         if reason == "stop" and state.keys:
