@@ -154,7 +154,7 @@ class Assembler:
 
     def result(self) -> StreamResult:
         """The stream's calls and the results owed: one error result per non-committed client call."""
-        calls = [c.outcome() for c in self._ordered()]
+        calls = list(map(CallRecord.outcome, self._ordered()))
         results = owed_results(calls, self._committed_ids)
         return StreamResult(self.dialect, self._end, self._end_detail, calls, results, dict(self._quirks))
 

@@ -269,7 +269,8 @@ class Pipeline:
         return out
 
     def results(self) -> list[StreamResult]:
-        return [s.result() for s in self._streams]
+        """Each stream's :class:`~toollatch.core.model.StreamResult`, in input order."""
+        return list(map(Assembler.result, self._streams))
 
     def committed(self, stream: int, key: CallKey) -> CommittedCall | None:
         """The committed call ``key`` of stream ``stream``, or None before/without commit."""

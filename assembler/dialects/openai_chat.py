@@ -249,9 +249,9 @@ class OpenAIChatAdapter:
         return [StreamTruncated("input ended before finish_reason or [DONE]")]
 
     def _entry(self, ci: int, state: _Choice, entry: dict[str, Any], ops: list[Op], event: ProviderEvent) -> None:
-        call_id = entry.get("id") if isinstance(entry.get("id"), str) else None
-        fn = entry.get("function") if isinstance(entry.get("function"), dict) else {}
-        name = fn.get("name") if isinstance(fn.get("name"), str) else None
+        call_id = call_id if isinstance(call_id := entry.get("id"), str) else None
+        fn = fn if isinstance(fn := entry.get("function"), dict) else {}
+        name = name if isinstance(name := fn.get("name"), str) else None
         args = fn.get("arguments")
         if call_id == "":
             ops.append(Quirk("empty_id_on_continuation"))
