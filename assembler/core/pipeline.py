@@ -120,9 +120,11 @@ class Pipeline:
                 ops = self._adapter.feed(event)  # type: ignore[union-attr]
             except ADAPTER_FAULTS as exc:
                 return self._apply_all([self._uninterpretable(event, exc)])
+            if not ops:  # text, keep-alives...: nothing for the assembler
+                return []
             if len(ops) == 1 and type(ops[0]) is not StreamStart:
                 return stream.apply(ops[0])
-            return self._apply_all(ops) if ops else []
+            return self._apply_all(ops)
         if self._closed:
             return []
         if self._adapter is None:
