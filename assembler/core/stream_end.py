@@ -72,8 +72,9 @@ def latch(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], budget: Ch
 
     ``budget`` bounds the schema checks of all the calls latched at one stream end
     together (a fresh one per call when None)."""
-    if not call.call_id or not call.name:
-        missing = " and ".join(n for n, v in (("call_id", call.call_id), ("name", call.name)) if not v)
+    call_id = call.call_id
+    if not call_id or not call.name:
+        missing = " and ".join(n for n, v in (("call_id", call_id), ("name", call.name)) if not v)
         asm._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(f"no {missing}"), out)
         return
     if call.not_unicode:
@@ -82,14 +83,15 @@ def latch(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], budget: Ch
         detail = f"{' and '.join(fields)} {'is' if len(fields) == 1 else 'are'} not valid Unicode (a lone surrogate, shown escaped)"
         asm._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(detail), out)
         return
-    if call.executor == "client" and call.call_id in asm._run_ids:
+    client = call.executor == "client"
+    if client and call_id in asm._run_ids:
         refuse_reused_id(asm, call, out)
         return
     # the whole argument text, joined once (streamed fragments, else the text that came
     # whole with the start, else ""); the buffer is released
     text = call.buffer.decode("utf-8", "surrogatepass") if call.fragments else call.whole_arguments or ""  # type: ignore[union-attr]
     call.buffer = None
-    registry = asm.registry if call.executor == "client" else None
+    registry = asm.registry if client else None
     config = asm.config
     if call.not_strict is not None:
         verdict = Verdict(None, Reason.INVALID_JSON.with_detail(call.not_strict))
@@ -116,15 +118,15 @@ def latch(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], budget: Ch
             call.repaired = asm.config.on_invalid_json == "drop_with_protocol_repair"
         asm._fail(call, verdict.reason, out)
         return
-    if call.executor == "client" and not asm.budget.take():
+    if client and not asm.budget.take():
         limit = asm.budget.limit
         asm._fail(call, Reason.BUDGET_EXCEEDED.with_detail(f"more than {limit} committed calls in this run"), out)
         return
     call.arguments = verdict.arguments
     asm._move(call, COMMIT, out)
-    if call.executor == "client":
-        asm._committed_ids.add(call.call_id)
-        asm._run_ids.add(call.call_id)  # the same set when the stream stands alone
+    if client:
+        asm._committed_ids.add(call_id)
+        asm._run_ids.add(call_id)  # the same set when the stream stands alone
     if asm.metrics is not None and asm._ended_at is not None:
         asm.metrics.call_committed(asm.dialect, call.name, asm._clock() - asm._ended_at)
 
