@@ -91,6 +91,10 @@ class OpenAIChatAdapter:
                                 return []  # text only (content, reasoning...): nothing for the assembler
                         elif (ops := self._fragment(state, delta, entries)) is not None:
                             return ops
+                        # a call's start, a role: the delta as _choice reads it for an open choice
+                        ops = []
+                        self._delta(ci, state, delta, ops, event)
+                        return ops
                 ops = []
                 self._choice(choice, ops, event)
                 return ops
