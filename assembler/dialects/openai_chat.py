@@ -80,11 +80,17 @@ class OpenAIChatAdapter:
             # the common chunk: one choice, no error, no usage, no filter results, no extras
             choices = data.get("choices")
             if choices.__class__ is list and len(choices) == 1 and (choice := choices[0]).__class__ is dict:
-                # an open choice already seen, no finish_reason: text, or one more fragment
-                if choice.keys() <= _PLAIN_CHOICE and not choice.get("finish_reason") and type(ci := choice.get("index", 0)) is int:
+                # an open choice, no finish_reason: text, one more fragment, a call's start...
+                if (
+                    choice.keys() <= _PLAIN_CHOICE
+                    and not choice.get("finish_reason")
+                    and type(ci := choice.get("index", 0)) is int
+                    and (delta := choice.get("delta")).__class__ is dict
+                ):
                     state = self._choices.get(ci)
-                    delta = choice.get("delta")
-                    if state is not None and not state.finished and delta.__class__ is dict:
+                    if state is None:  # its first chunk (as _choice makes it)
+                        state = self._choices[ci] = _Choice()
+                    if not state.finished:
                         entries = delta.get("tool_calls")
                         if entries is None:
                             if "role" not in delta:
