@@ -55,14 +55,15 @@ def start(asm: Assembler, op: CallStart, out: list[AssemblyEvent]) -> None:
     in_flight = asm._in_flight
     asm._calls[key] = call
     asm._in_flight += 1
-    call.last_activity = asm._now()
-    call.transitions.append(_transition(Transition, (OPEN, call.last_activity)))
+    call.last_activity = now = asm._clock() - asm._t0
+    call.transitions.append(_transition(Transition, (OPEN, now)))
     if asm.emit_events:
         asm._emit(out, "call_opened", call)
-    if in_flight >= asm.config.max_tool_calls_in_flight_assemble:
-        limit = asm.config.max_tool_calls_in_flight_assemble
+    config = asm.config
+    if in_flight >= config.max_tool_calls_in_flight_assemble:
+        limit = config.max_tool_calls_in_flight_assemble
         asm._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)
-    elif call.bytes > asm.config.max_tool_argument_bytes:
+    elif call.bytes > config.max_tool_argument_bytes:
         asm._overflow(call, out)
     elif call.call_id in asm._run_ids and call.executor == "client":
         stream_end.refuse_reused_id(asm, call, out)
