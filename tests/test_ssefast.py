@@ -127,6 +127,11 @@ def test_generated_edge_inputs(pieces: list[bytes], cuts: list[int]) -> None:
         b"\n\n\ndata: a\n\n\n\n\ndata: b\n\n\n",  # blank-line runs of every parity
         b"event: x\n\n",  # an event type and no data
         b"data: a\n\ndata: cut",  # input ends inside an event
+        b"data: a\n\ndata: \xff\n\ndata: b\n\n",  # a run of one-line events, one not UTF-8
+        b"data: a\n\ndata: b\n\ndata:c\n\n",  # the last without the space
+        b"data: a\n\ndata: b\ndata: c\n\n",  # two data lines in the last event
+        b"data: a\n\ndata: b\n\n\n",  # a blank line more at the end
+        b"data: \n\ndata:  x\n\ndata: data: \n\n",  # empty data, two spaces, data naming data
     ],
 )
 def test_unusual_shapes_every_split(raw: bytes) -> None:
