@@ -16,6 +16,7 @@ from toollatch.core.config import AssembleConfig
 from toollatch.demo.demos import DEMOS
 from toollatch.redaction.export import UNREAD_STREAM, EventRedactor, redact_capture, redact_events, stray_argument_text
 from toollatch.demo.stress import stress_demo
+from toollatch.web.live import echo_search
 from toollatch.web.live.reading import download_as_received, read_in_steps, read_recording, unescape
 from toollatch.web.live.session import LiveSession, LiveSource
 
@@ -237,7 +238,9 @@ def passes(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     monkeypatch.setattr(export, "iter_capture", counted("decode", export.iter_capture))
     monkeypatch.setattr(export, "Pipeline", counted("assemble", export.Pipeline))
     monkeypatch.setattr(export, "EventRedactor", counted("read", export.EventRedactor))
-    monkeypatch.setattr(reading_module, "echoed_in_texts", counted("search", reading_module.echoed_in_texts))
+    searched = counted("search", reading_module.echoed_in_texts)
+    monkeypatch.setattr(reading_module, "echoed_in_texts", searched)
+    monkeypatch.setattr(echo_search, "echoed_in_texts", searched)
     monkeypatch.setattr(LiveSource, "stream_data", property(counted("stream_data", LiveSource.stream_data.fget)))  # type: ignore[attr-defined]
     return counts
 

@@ -38,20 +38,17 @@ interpreter for at most ``sys.getswitchinterval()`` at a time while the loop wai
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import re
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from toollatch.core.model import CallState
 from toollatch.redaction.export import CaptureReading
-from toollatch.wire.capture import DONE, CaptureError, ProviderEvent
+from toollatch.wire.capture import CaptureError
 from toollatch.wire.retell import untold_arguments
-from toollatch.wire.untrusted import parse_json
 
-from toollatch.web.live.credentials import MIN_SECRET_BYTES, scrub_bytes, scrub_text
+from toollatch.web.live.credentials import MIN_SECRET_BYTES, scrub_bytes
+from toollatch.web.live.echo_search import gather_leaves, search_stream, echoed_in_texts, unescape  # noqa: F401  (unescape: re-exported)
 from toollatch.web.live.offload import in_child
 from toollatch.web.live.session import LiveSession
 
@@ -143,7 +140,7 @@ def read_job(job: ReadingJob, registry: Any, config: Any) -> Generator[None, Non
     of the reproducer); ``registry`` and ``config``: what the stream was judged by."""
     reading = CaptureReading(job.data, job.name, job.dialect)
     try:
-        found = yield from _search(reading, job.wanted if job.look else [], keep=job.reproduce)
+        found = yield from search_stream(reading, job.wanted if job.look else [], keep=job.reproduce)
     except READ_FAULTS:  # cannot be read through: never as received, nor any reproducer of it
         return Reading(False, job.echoed or job.look, b"" if job.reproduce else None)
     as_received = job.decided if job.decided is not None else not reading.stray
@@ -201,7 +198,7 @@ def _reproducer(reading: CaptureReading, secrets: list[str], registry: Any, conf
     for committed in (None, set()):
         lines: list[str] = []
         fields: dict[tuple[Any, ...], list[str]] = {}  # of the masked events, as written (a credential kept whole replaced)
-        seen = (lambda event: _leaves(event, fields, secrets)) if secrets else None
+        seen = (lambda event: gather_leaves(event, fields, secrets)) if secrets else None
         for line in reading.lines(committed, registry=registry, config=config, seen=seen):
             lines.append(line)
             yield None
@@ -301,112 +298,3 @@ def _decided_without_reading(session: LiveSession) -> bool | None:
     except READ_FAULTS:
         return False
     return None
-
-
-# ---------------------------------------------------------------------- the joined text
-
-_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
-_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
-
-
-def unescape(text: str) -> str:
-    """``text`` with JSON escapes undone (``\\u0041`` → ``A``, ``\\"`` → ``"``); text that is
-    not an escape is kept as it is."""
-
-    def one(match: re.Match[str]) -> str:
-        code = match.group(1)
-        if code[0] == "u" and len(code) == 5:
-            return chr(int(code[1:], 16))
-        return _SIMPLE.get(code, code)
-
-    return _ESCAPE.sub(one, text) if "\\" in text else text
-
-
-def echoed_in_texts(texts: Iterator[str], secrets: list[str]) -> bool:
-    """Whether a value of ``secrets`` is in one of the joined ``texts`` as it is or with its
-    JSON escapes undone (once or twice)."""
-    for text in texts:
-        once = unescape(text)
-        for form in {text, once, unescape(once)}:
-            if any(secret in form for secret in secrets):
-                return True
-    return False
-
-
-#: Fields that tell which item of a stream a piece of text belongs to (a choice, a content
-#: block, an output item...): text of two items can arrive interleaved (``n=2`` choices).
-_IDENTITY = ("index", "output_index", "content_index", "summary_index", "item_id", "contentBlockIndex")
-
-
-def _search(reading: CaptureReading, secrets: list[str], *, keep: bool) -> Generator[None, None, bool]:
-    """Read ``reading`` through (yielding after each event; ``keep``: its events are kept)
-    and tell whether a value of ``secrets`` is in its joined text (:func:`_joined`). Raises
-    what :meth:`CaptureReading.read` raises."""
-    fields: dict[tuple[Any, ...], list[str]] = {}
-    for event in reading.read(keep=keep):
-        if secrets:
-            _leaves(event, fields)
-        yield None
-    return bool(secrets) and echoed_in_texts(_joined(fields, reading), secrets)
-
-
-def _leaves(event: ProviderEvent, out: dict[tuple[Any, ...], list[str]], scrub: list[str] | None = None) -> None:
-    """Add each string (and object key) of ``event`` to the pieces of its path (with the
-    event type), and to the pieces of its item's path (list positions left out, the
-    :data:`_IDENTITY` fields of each object on the way put in: a reader joins an item's text).
-    ``scrub``: credential values replaced in each string first, as in a written copy (not
-    inside a base64-encoded event, where no replacement reaches them)."""
-    if event.error is not None or event.data is None or event.data == DONE:
-        return
-    top = (event.event,)
-    stack: list[tuple[Any, tuple[Any, ...], tuple[Any, ...], list[str] | None]] = [(event.data, top, ("<item>",) + top, scrub)]
-    while stack:
-        node, where, whose, replace = stack.pop()
-        if isinstance(node, str):
-            if where[-1:] == ("bytes",) and (inner := _inner_event(node)) is not None:  # Bedrock InvokeModel's chunk
-                stack.append((inner, where + ("<decoded>",), whose + ("<decoded>",), None))
-            node = scrub_text(node, replace) if replace else node
-            out.setdefault(where, []).append(node)
-            out.setdefault(whose, []).append(node)
-        elif isinstance(node, dict):
-            whose += tuple((k, node[k]) for k in _IDENTITY if isinstance(node.get(k), (int, str)))
-            for key, item in node.items():
-                out.setdefault(where + ("<key>",), []).append(scrub_text(str(key), replace) if replace else str(key))
-                stack.append((item, where + (key,), whose + (key,), replace))
-        elif isinstance(node, list):
-            stack.extend((item, where + (i,), whose + ("[]",), replace) for i, item in enumerate(node))
-
-
-def _inner_event(text: str) -> Any:
-    """The JSON event a Bedrock InvokeModel ``chunk.bytes`` carries base64-encoded, else None."""
-    try:
-        payload = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    inner, problem = parse_json(payload)
-    return inner if problem is None else None
-
-
-def _joined(fields: dict[tuple[Any, ...], list[str]], reading: CaptureReading) -> Iterator[str]:
-    """Every joined text of the stream: each string field's pieces across events, then each
-    call's argument text as the assembler took it (its fragments, and a whole text)."""
-    for pieces in fields.values():
-        yield "".join(pieces)
-    for fragments, whole in reading.recorder.texts.values():
-        yield "".join(fragments)
-        if whole:
-            yield whole
-
-
-__all__ = [
-    "CHECK_STEP_EVENTS",
-    "TEXT_LEFT_ASIDE",
-    "Reading",
-    "RecordingReading",
-    "download_as_received",
-    "echoed_in_texts",
-    "read_in_steps",
-    "read_recording",
-    "reproducer_without",
-    "unescape",
-]

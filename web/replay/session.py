@@ -237,17 +237,15 @@ class Session:
     # ------------------------------------------------------------------ driving
 
     def step(self, count: int = 1, *, sliced: bool = False) -> int:
-        """Feed up to ``count`` provider events (:meth:`_step_events`), then fold the byte and
-        fragment counts they moved, once per call (:meth:`_take_progress`)."""
+        """Feed up to ``count`` provider events (:meth:`_step_events`), then fold the counts they moved."""
         taken = self._step_events(count, sliced=sliced)
         self._take_progress()
         note_untold(self)  # calls past the first calls_followed: counted in the notice
         return taken
 
     def _take_progress(self) -> None:
-        """Fold the calls' byte and fragment counts that moved since the last time: one
-        ``fragment`` event per call that took fragments, however many it took (verdicts and
-        other assembly events are folded as they come; the page renders a few times a second)."""
+        """Fold the calls' byte and fragment counts that moved since the last time: one ``fragment``
+        event per call that took fragments (verdicts and other assembly events fold as they come)."""
         if isinstance(self.pipeline, Pipeline) and self.pipeline.coalesce_progress and not self.status.done:
             self._guard(self.pipeline.take_progress)
 
