@@ -57,14 +57,16 @@ def test_every_shared_capture_and_case_reads_the_same_deferred() -> None:
         assert [read_unparsed(e, "in") for e in decode(raw, 0)] == plain, path.name
 
 
-def test_every_shared_capture_and_case_assembles_the_same_read_as_large_events() -> None:
-    """Every event left unparsed and read as a large one (keeping every call): the first
-    event's adapter adopted, framing notes, unreadable payloads, every dialect; the same
-    verdicts."""
+def same_read_as_large_events(prefix: bytes, suffixes: tuple[str, ...] | None = None) -> int:
+    """Assemble ``prefix`` + each shared capture and case plainly and with every event left
+    unparsed and read as a large one (every call kept); assert the same verdicts; return
+    how many were readable."""
     require_shared(CAPTURES)
     checked = 0
     for path in shared_files():
-        raw = path.read_bytes()
+        if suffixes is not None and path.suffix not in suffixes:
+            continue
+        raw = prefix + path.read_bytes()
         plain = Pipeline(name="in")
         try:
             for event in decode(raw, None):
@@ -78,7 +80,14 @@ def test_every_shared_capture_and_case_assembles_the_same_read_as_large_events()
         large.close()
         assert verdicts(large) == verdicts(plain) and large.untold == 0, path.name
         checked += 1
-    assert checked >= 40
+    return checked
+
+
+def test_every_shared_capture_and_case_assembles_the_same_read_as_large_events() -> None:
+    """Every event left unparsed and read as a large one (keeping every call): the first
+    event's adapter adopted, framing notes, unreadable payloads, every dialect; the same
+    verdicts."""
+    assert same_read_as_large_events(b"") >= 40
 
 
 def test_the_first_calls_an_event_opens_are_kept_and_known_calls_keep_every_op() -> None:
@@ -194,23 +203,4 @@ def test_json_lines_and_array_elements_are_left_unparsed_and_read_alike(framing:
 def test_events_held_before_the_dialect_is_told_are_read_with_the_large_one_that_tells_it() -> None:
     """An event no dialect claims, then an unreadable one, then each capture: read as large
     events, the same verdicts (the held events' ops first, an unreadable one failing the stream)."""
-    require_shared(CAPTURES)
-    checked = 0
-    for path in shared_files():
-        if path.suffix != ".sse":
-            continue
-        raw = b'data: {"object": "x"}\n\ndata: {not json\n\n' + path.read_bytes()
-        plain = Pipeline(name="in")
-        try:
-            for event in decode(raw, None):
-                plain.feed(event)
-            plain.close()
-        except CaptureError:
-            continue
-        large = CappedPipeline(name="in", keep=10**9)
-        for event in decode(raw, 0):
-            large.feed(event)
-        large.close()
-        assert verdicts(large) == verdicts(plain), path.name
-        checked += 1
-    assert checked >= 20
+    assert same_read_as_large_events(b'data: {"object": "x"}\n\ndata: {not json\n\n', (".sse",)) >= 20
