@@ -4,7 +4,9 @@ have read, and its ops keep the first calls it opens."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +16,25 @@ from toollatch.core.model import ArgsFragment, CallStart, Quirk, StreamEnd
 from toollatch.core.pipeline import Pipeline
 from toollatch.wire.capture import UNPARSED, CaptureError, ProviderEvent
 from toollatch.wire.intake import PushDecoder
+
+
+def threads_reading(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the name of the thread each large-event read runs in (every module that calls
+    :func:`~toollatch.core.large.read_large_event`)."""
+    from toollatch.core import large
+    from toollatch.web.live import backlog
+    from toollatch.web.replay import held
+
+    threads: list[str] = []
+    real = large.read_large_event
+
+    def read(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(*args)
+
+    for module in (large, backlog, held):
+        monkeypatch.setattr(module, "read_large_event", read)
+    return threads
 
 
 def shared_files() -> list[Path]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from typing import Any
 
 import pytest
 
@@ -19,6 +18,7 @@ from toollatch.web.live.backlog import OPS_STEP
 from toollatch.web.live.session import LiveSession, LiveSource
 from toollatch.web.live.tee import Tee
 
+from .test_large import threads_reading
 from .test_tee import Flushes, live, outcome
 
 
@@ -128,14 +128,7 @@ def test_a_large_event_is_read_in_a_worker_thread_and_keeps_the_first_calls_it_o
     source = LiveSource(f"up/{dialect}", upstream="up", endpoint="/v1/x", dialect=dialect, request={"model": "m", "stream": True})
     session = LiveSession("large", source, AssembleConfig())
     source.http_status, source.content_type = 200, "text/event-stream"
-    threads: list[str] = []
-    real = backlog.read_large_event
-
-    def read(*args: Any) -> Any:
-        threads.append(threading.current_thread().name)
-        return real(*args)
-
-    monkeypatch.setattr(backlog, "read_large_event", read)
+    threads = threads_reading(monkeypatch)
     tee = Tee(session, Flushes())  # type: ignore[arg-type]
 
     async def run() -> str:

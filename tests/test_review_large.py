@@ -19,7 +19,8 @@ from toollatch.wire import envelope
 from toollatch.wire.intake import PushDecoder
 from toollatch.web.live.tee import Tee
 
-from .test_tee import Flushes, live
+from .test_large import threads_reading
+from .test_tee import Flushes
 
 #: Known limits (strict: a fix makes the test pass, and its marker must go).
 pipelined_left_out = pytest.mark.xfail(strict=True, reason="BUG: a call left out that commits before the stream's end (execute_before_stream_end) still uses its tool_call_id in the library; the dashboard, which never assembled it, commits the shown call with the same id")
@@ -117,20 +118,7 @@ def test_a_large_payload_is_never_parsed_whole_by_the_c_scanner(tail: str, monke
 
 def _on_loop_reads(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
     """Patch the large-event readers to record the thread each runs in."""
-    threads: list[str] = []
-    real = large.read_large_event
-
-    def read(*args: Any) -> Any:
-        threads.append(threading.current_thread().name)
-        return real(*args)
-
-    from toollatch.web.live import backlog
-    from toollatch.web.replay import held
-
-    for module in (large, backlog, held):
-        monkeypatch.setattr(module, "read_large_event", read)
-    loop: list[str] = []
-    return threads, loop
+    return threads_reading(monkeypatch), []
 
 
 def test_a_gemini_json_array_stream_defers_its_large_element_and_follows_its_first_calls(monkeypatch: pytest.MonkeyPatch) -> None:

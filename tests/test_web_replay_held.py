@@ -13,13 +13,13 @@ import pytest
 from toollatch.core.config import AssembleConfig
 from toollatch.core.large import CALLS_FOLLOWED, LARGE_PAYLOAD_CHARS
 from toollatch.web.pages.render import Renderer
-from toollatch.web.replay import held
 from toollatch.web.replay.runner import SessionStore
 from toollatch.web.replay.session import Session
 from toollatch.web.app import resource_dir
 from toollatch.web.settings import FULL_SPEED, Settings
 from toollatch.web.triage.sources import LoadedSource, check
 
+from .test_large import threads_reading
 from .test_live_backlog import gemini_event, one_event, whole_verdicts
 
 
@@ -36,19 +36,13 @@ def shown(session: Session) -> list[tuple[object, ...]]:
 @pytest.mark.parametrize(("dialect", "wire", "total"), [("openai-chat", one_event(6000), 6000), ("gemini", gemini_event(20000), 20000)])
 def test_a_replay_reads_a_large_event_in_a_worker_thread_and_follows_its_first_calls(dialect: str, wire: bytes, total: int, monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(wire) > LARGE_PAYLOAD_CHARS
-    threads: list[str] = []
-    real = held.read_large_event
-
-    def read(*args: Any) -> Any:
-        threads.append(threading.current_thread().name)
-        return real(*args)
-
-    monkeypatch.setattr(held, "read_large_event", read)
+    source = source_of(wire, dialect)  # the upload's dry run (a worker thread's, served)
+    threads = threads_reading(monkeypatch)
     settings = Settings()
 
     async def run() -> tuple[Session, str]:
         store = SessionStore(settings, Renderer(resource_dir("templates"), settings))
-        session = store.create(source_of(wire, dialect), speed=FULL_SPEED)
+        session = store.create(source, speed=FULL_SPEED)
         deadline = time.monotonic() + 60
         while not session.status.done and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
