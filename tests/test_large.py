@@ -161,15 +161,19 @@ def spread_calls(count: int, streams: int = 1) -> bytes:
     return ("".join(f"data: {json.dumps(d)}\n\n" for d in out) + "data: [DONE]\n\n").encode()
 
 
-def test_a_stream_of_many_small_events_is_followed_for_its_first_calls_only() -> None:
-    raw = spread_calls(150)
-    plain = Pipeline(name="in")
-    capped = CappedPipeline(name="in", keep=40)
+def assembled_both(raw: bytes, keep: int) -> tuple[Pipeline, CappedPipeline]:
+    """``raw`` assembled by a plain pipeline and by one that follows ``keep`` calls."""
+    plain, capped = Pipeline(name="in"), CappedPipeline(name="in", keep=keep)
     for event in decode(raw, None):
         plain.feed(event)
         capped.feed(event)
     plain.close()
     capped.close()
+    return plain, capped
+
+
+def test_a_stream_of_many_small_events_is_followed_for_its_first_calls_only() -> None:
+    plain, capped = assembled_both(spread_calls(150), keep=40)
     kept = verdicts(capped)[0][1]  # type: ignore[index]
     assert len(kept) == 40 and kept == verdicts(plain)[0][1][:40] and capped.untold == 110  # type: ignore[index]
 
@@ -192,14 +196,7 @@ def anthropic_messages(count: int, messages: int) -> bytes:
 def test_the_calls_followed_count_over_the_streams_and_keys_are_a_streams_own() -> None:
     # 3 messages of 15 calls, 40 followed: the first two whole, 10 of the third; its keys
     # are the ones the first stream used, and they are new calls there, not calls left out
-    raw = anthropic_messages(15, messages=3)
-    plain = Pipeline(name="in")
-    capped = CappedPipeline(name="in", keep=40)
-    for event in decode(raw, None):
-        plain.feed(event)
-        capped.feed(event)
-    plain.close()
-    capped.close()
+    plain, capped = assembled_both(anthropic_messages(15, messages=3), keep=40)
     assert [len(r.calls) for r in plain.results()] == [15, 15, 15]
     assert [len(r.calls) for r in capped.results()] == [15, 15, 10] and capped.untold == 5
     kept = [(c.call_id, c.state.value) for r in capped.results() for c in r.calls]

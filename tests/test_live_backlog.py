@@ -102,6 +102,23 @@ def test_the_tee_worker_yields_between_the_parts_of_an_event_of_many_calls() -> 
 # ---------------------------------------------------------------------- one large event
 
 
+def through_tee(session: LiveSession, wire: bytes, read: int | None = None) -> str:
+    """Forward ``wire`` to ``session``'s tee in reads of ``read`` bytes (all at once: None),
+    drain and settle it as the proxy does; the name of the event loop's thread."""
+    tee = Tee(session, Flushes())  # type: ignore[arg-type]
+    size = read or len(wire)
+
+    async def run() -> str:
+        for i in range(0, len(wire), size):
+            tee.append(wire[i : i + size])
+            await tee.drain()
+        tee.close(True)
+        await session.settle()
+        return threading.current_thread().name
+
+    return asyncio.run(run())
+
+
 def gemini_event(count: int) -> bytes:
     parts = [{"functionCall": {"name": "f", "args": {"a": i}}} for i in range(count)]
     docs = [
@@ -129,17 +146,7 @@ def test_a_large_event_is_read_in_a_worker_thread_and_keeps_the_first_calls_it_o
     session = LiveSession("large", source, AssembleConfig())
     source.http_status, source.content_type = 200, "text/event-stream"
     threads = threads_reading(monkeypatch)
-    tee = Tee(session, Flushes())  # type: ignore[arg-type]
-
-    async def run() -> str:
-        for i in range(0, len(wire), 65536):
-            tee.append(wire[i : i + 65536])
-            await tee.drain()
-        tee.close(True)
-        await session.settle()
-        return threading.current_thread().name
-
-    loop_thread = asyncio.run(run())
+    loop_thread = through_tee(session, wire, 65536)
     assert threads and loop_thread not in threads
     keep = CALLS_FOLLOWED
     total = 6000 if dialect == "openai-chat" else 20000
@@ -165,15 +172,7 @@ def test_calls_left_out_of_a_large_event_stay_out_when_later_events_name_them() 
     ]
     wire = ("".join(f"data: {json.dumps(d)}\n\n" for d in docs) + "data: [DONE]\n\n").encode()
     session = live("later")
-    tee = Tee(session, Flushes())  # type: ignore[arg-type]
-
-    async def run() -> None:
-        tee.append(wire)
-        await tee.drain()
-        tee.close(True)
-        await session.settle()
-
-    asyncio.run(run())
+    through_tee(session, wire)
     calls = {c.call_id: c for r in session.pipeline.results() for c in r.calls}
     assert len(calls) == CALLS_FOLLOWED and "c1500" not in calls and "c5999" not in calls
     assert calls["c0"].state.value == "committed" and calls["c0"].arguments == {"a": 1}
@@ -184,15 +183,7 @@ def test_calls_left_out_of_a_large_event_stay_out_when_later_events_name_them() 
 def test_a_large_event_fed_whole_is_read_at_once_with_the_same_calls() -> None:
     wire = one_event(6000)
     stepped, whole = live("stepped"), live("whole")
-    tee = Tee(stepped, Flushes())  # type: ignore[arg-type]
-
-    async def run() -> None:
-        tee.append(wire)
-        await tee.drain()
-        tee.close(True)
-        await stepped.settle()
-
-    asyncio.run(run())
+    through_tee(stepped, wire)
     whole.feed_bytes(wire)  # no step: a caller that cannot wait reads it where it is
     whole.finish()
     assert outcome(whole)[:3] == outcome(stepped)[:3]

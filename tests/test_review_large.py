@@ -17,10 +17,10 @@ from toollatch.core.large import CALLS_FOLLOWED as KEEP, LARGE_PAYLOAD_CHARS, Ca
 from toollatch.core.pipeline import Pipeline
 from toollatch.wire import envelope
 from toollatch.wire.intake import PushDecoder
-from toollatch.web.live.tee import Tee
 
 from .test_large import threads_reading
-from .test_tee import Flushes
+from .test_live_backlog import through_tee
+from .test_web_replay_held import replayed
 
 #: Known limits (strict: a fix makes the test pass, and its marker must go).
 pipelined_left_out = pytest.mark.xfail(strict=True, reason="BUG: a call left out that commits before the stream's end (execute_before_stream_end) still uses its tool_call_id in the library; the dashboard, which never assembled it, commits the shown call with the same id")
@@ -140,17 +140,7 @@ def test_a_gemini_json_array_stream_defers_its_large_element_and_follows_its_fir
     source = LiveSource("up/g", upstream="up", endpoint="/v1beta/models/m:streamGenerateContent", dialect="gemini", request={"contents": []})
     session = LiveSession("array", source, AssembleConfig())
     source.http_status, source.content_type = 200, "application/json"
-    tee = Tee(session, Flushes())  # type: ignore[arg-type]
-
-    async def run() -> str:
-        for i in range(0, len(wire), 65536):
-            tee.append(wire[i : i + 65536])
-            await tee.drain()
-        tee.close(True)
-        await session.settle()
-        return threading.current_thread().name
-
-    loop_thread = asyncio.run(run())
+    loop_thread = through_tee(session, wire, 65536)
     assert session.end_kind == "complete"
     assert loop_thread not in parsed_on
     assert len(session.cards) == KEEP
@@ -158,13 +148,7 @@ def test_a_gemini_json_array_stream_defers_its_large_element_and_follows_its_fir
 
 def test_a_recording_replayed_at_its_recorded_pace_reads_its_large_event_off_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """The recorded-pace player steps unsliced (runner.py: session.step(count)): the held large event is read by CappedPipeline.feed on the event loop."""
-    import time
-
     from toollatch.observe.timing import ChunkTimes
-    from toollatch.web.app import resource_dir
-    from toollatch.web.pages.render import Renderer
-    from toollatch.web.replay.runner import SessionStore
-    from toollatch.web.settings import Settings
     from toollatch.web.triage.sources import LoadedSource, check
 
     threads, _ = _on_loop_reads(monkeypatch)
@@ -175,20 +159,8 @@ def test_a_recording_replayed_at_its_recorded_pace_reads_its_large_event_off_the
     threads.clear()  # the dry run's own read (a worker thread of the upload route)
     times = ChunkTimes.from_chunks([(0.0, wire[:10]), (0.01, wire[10:])])
     source = LoadedSource("recording", "rec.sse", "rec.sse", "", wire, events, dialect, None, None, None, times)
-
-    async def run() -> tuple[Any, str]:
-        settings = Settings()
-        store = SessionStore(settings, Renderer(resource_dir("templates"), settings))
-        session = store.create(source)
-        assert session.recorded_pace
-        deadline = time.monotonic() + 60
-        while not session.status.done and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        await store.shutdown()
-        return session, threading.current_thread().name
-
-    session, loop_thread = asyncio.run(run())
-    assert session.status.value == "finished" and len(session.cards) == KEEP
+    session, loop_thread = replayed(source)
+    assert session.recorded_pace and session.status.value == "finished" and len(session.cards) == KEEP
     assert threads and loop_thread not in threads
 
 
@@ -267,12 +239,7 @@ def test_a_large_event_after_an_event_that_does_not_tell_the_dialect_is_capped_t
 
 def test_the_json_twin_and_report_of_a_replay_count_the_calls_left_out() -> None:
     """Held on main since 58630b7: /api/sessions/{id} names the notice and untold count (at 2c77a67 it had neither)."""
-    import time
-
-    from toollatch.web.app import resource_dir
-    from toollatch.web.pages.render import Renderer
-    from toollatch.web.replay.runner import SessionStore
-    from toollatch.web.settings import FULL_SPEED, Settings
+    from toollatch.web.settings import FULL_SPEED
     from toollatch.web.triage.sources import LoadedSource, check
 
     entries = [{"index": i, "id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}} for i in range(6000)]
@@ -280,17 +247,6 @@ def test_the_json_twin_and_report_of_a_replay_count_the_calls_left_out() -> None
     wire = ("".join(f"data: {json.dumps(d)}\n\n" for d in docs) + "data: [DONE]\n\n").encode()
     events, dialect = check(wire, "u.sse", AssembleConfig(), None)
     source = LoadedSource("upload", "u.sse", "u.sse", "", wire, events, dialect, None)
-
-    async def run() -> Any:
-        settings = Settings()
-        store = SessionStore(settings, Renderer(resource_dir("templates"), settings))
-        session = store.create(source, speed=FULL_SPEED)
-        deadline = time.monotonic() + 60
-        while not session.status.done and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        await store.shutdown()
-        return session
-
-    session = asyncio.run(run())
+    session, _ = replayed(source, speed=FULL_SPEED)
     assert session.notice and "5000" in session.notice  # the page says so
     assert "5000" in json.dumps(session.to_json())  # the JSON twin did not

@@ -33,23 +33,29 @@ def shown(session: Session) -> list[tuple[object, ...]]:
     return [(c.call_id, c.name, c.state, c.reason) for r in session.pipeline.results() for c in r.calls]
 
 
-@pytest.mark.parametrize(("dialect", "wire", "total"), [("openai-chat", one_event(6000), 6000), ("gemini", gemini_event(20000), 20000)])
-def test_a_replay_reads_a_large_event_in_a_worker_thread_and_follows_its_first_calls(dialect: str, wire: bytes, total: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert len(wire) > LARGE_PAYLOAD_CHARS
-    source = source_of(wire, dialect)  # the upload's dry run (a worker thread's, served)
-    threads = threads_reading(monkeypatch)
+def replayed(source: LoadedSource, **create: Any) -> tuple[Session, str]:
+    """Replay ``source`` in a fresh store (``create``: its options) until it ends (60 s at
+    most); the session and the name of the event loop's thread."""
     settings = Settings()
 
     async def run() -> tuple[Session, str]:
         store = SessionStore(settings, Renderer(resource_dir("templates"), settings))
-        session = store.create(source, speed=FULL_SPEED)
+        session = store.create(source, **create)
         deadline = time.monotonic() + 60
         while not session.status.done and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         await store.shutdown()
         return session, threading.current_thread().name
 
-    session, loop_thread = asyncio.run(run())
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize(("dialect", "wire", "total"), [("openai-chat", one_event(6000), 6000), ("gemini", gemini_event(20000), 20000)])
+def test_a_replay_reads_a_large_event_in_a_worker_thread_and_follows_its_first_calls(dialect: str, wire: bytes, total: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert len(wire) > LARGE_PAYLOAD_CHARS
+    source = source_of(wire, dialect)  # the upload's dry run (a worker thread's, served)
+    threads = threads_reading(monkeypatch)
+    session, loop_thread = replayed(source, speed=FULL_SPEED)
     assert session.status.value == "finished" and threads and loop_thread not in threads
     keep = CALLS_FOLLOWED
     whole = whole_verdicts(wire, dialect)
