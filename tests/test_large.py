@@ -19,11 +19,9 @@ from toollatch.wire.intake import PushDecoder
 
 
 def threads_reading(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record the name of the thread each large-event read runs in (every module that calls
-    :func:`~toollatch.core.large.read_large_event`)."""
+    """Record the name of the thread each large-event read runs in
+    (:func:`~toollatch.core.large.read_large_event`, which every reader calls)."""
     from toollatch.core import large
-    from toollatch.web.live import backlog
-    from toollatch.web.replay import held
 
     threads: list[str] = []
     real = large.read_large_event
@@ -32,8 +30,7 @@ def threads_reading(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         threads.append(threading.current_thread().name)
         return real(*args)
 
-    for module in (large, backlog, held):
-        monkeypatch.setattr(module, "read_large_event", read)
+    monkeypatch.setattr(large, "read_large_event", read)
     return threads
 
 

@@ -170,13 +170,12 @@ def test_pausing_a_replay_while_its_large_event_is_read_does_not_feed_the_adapte
 
     from toollatch.web.app import resource_dir
     from toollatch.web.pages.render import Renderer
-    from toollatch.web.replay import held
     from toollatch.web.replay.runner import SessionStore
     from toollatch.web.settings import FULL_SPEED, Settings
     from toollatch.web.triage.sources import LoadedSource, check
 
     started, release = threading.Event(), threading.Event()
-    real = held.read_large_event
+    real = large.read_large_event
 
     def slow(*args: Any) -> Any:
         out = real(*args)
@@ -184,7 +183,7 @@ def test_pausing_a_replay_while_its_large_event_is_read_does_not_feed_the_adapte
         release.wait(30)
         return out
 
-    monkeypatch.setattr(held, "read_large_event", slow)
+    monkeypatch.setattr(large, "read_large_event", slow)
     parts = [{"functionCall": {"name": "f", "args": {"a": i}}} for i in range(20000)]
     docs = [
         {"candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]}, "index": 0}]},  # a small first event: the pipeline's own adapter reads the large one

@@ -26,18 +26,18 @@ notice, as it does for a non-streaming body: :func:`toollatch.wire.retell.retell
 from __future__ import annotations
 
 import copy
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
-from toollatch.core.model import CallKey, Op, StreamError
-from toollatch.core.pipeline import ADAPTER_FAULTS, Pipeline, framing_ops
+from toollatch.core.model import CallKey, Op
+from toollatch.core.pipeline import Pipeline
 from toollatch.dialects import ADAPTERS, DialectAdapter, detect, make_adapter
 from toollatch.redaction.redact import AssemblyEvent
 from toollatch.wire.capture import UNPARSED, ProviderEvent, _parse_payload
 from toollatch.wire.envelope import LARGE_PAYLOAD_CHARS, collector_paused
 from toollatch.wire.jsonarray import ARRAY_ELEMENT, element_event  # the dashboard's decoders leave payloads over it for read_large_event
 
-__all__ = ["CALLS_FOLLOWED", "LARGE_PAYLOAD_CHARS", "CappedPipeline", "LargeEvent", "cap_new_calls", "is_large", "read_large_event", "read_now", "read_unparsed"]
+__all__ = ["CALLS_FOLLOWED", "LARGE_PAYLOAD_CHARS", "CappedPipeline", "LargeEvent", "cap_new_calls", "is_large", "read_large_event", "read_now", "read_unparsed", "reader"]
 
 
 def read_unparsed(event: ProviderEvent, name: str) -> ProviderEvent:
@@ -110,7 +110,8 @@ def read_large_event(
     reached) into its ops, keeping the first ``keep`` calls it opens (:func:`cap_new_calls`
     against ``known`` and ``earlier``). Meant for a worker thread while nothing else feeds that pipeline:
     it feeds the pipeline's adapter (or a new one, for the first event), never the pipeline
-    itself. Adapter faults become the stream error the pipeline would make of them."""
+    itself (:meth:`~toollatch.core.pipeline.Pipeline.held_ops` on one made for it: framing
+    notes and adapter faults as the pipeline makes them)."""
     with collector_paused():  # a million objects built and let go: no collection walks them meanwhile
         return _read(event, state, known, keep, name, earlier)
 
@@ -129,20 +130,13 @@ def _read(
     dialect, adapter, held = state
     adopt = None
     if adapter is None:  # the input's first events: this one may tell the dialect
-        found = detect(parsed) if held is not None else None
-        if found not in ADAPTERS:
+        dialect = detect(parsed) if held is not None else None
+        if dialect not in ADAPTERS:
             return LargeEvent(parsed)  # held by the pipeline as it is (no adapter reads it yet)
-        assert found is not None
-        adapter, ops = Pipeline(name=name).held_ops(found, [*held, parsed])  # type: ignore[misc]
-        adopt = (found, adapter)
-    else:
-        adapter = copy.deepcopy(adapter)
-        ops = framing_ops(parsed.framing) if parsed.framing else []
-        try:
-            ops += adapter.feed(parsed)
-        except ADAPTER_FAULTS as exc:
-            why = "nested too deep" if isinstance(exc, RecursionError) else type(exc).__name__
-            ops.append(StreamError(f"{name}:{parsed.line} (byte {parsed.offset}): cannot interpret {dialect} event ({why})"))
+        adapter, ops = Pipeline(name=name).held_ops(dialect, [*(held or ()), parsed])  # type: ignore[arg-type]
+        adopt = (dialect, adapter)
+    else:  # a copy: a read thrown away leaves the input's adapter as it was
+        adapter, ops = Pipeline(name=name).held_ops(dialect, [parsed], copy.deepcopy(adapter))  # type: ignore[arg-type]
     kept, left_out = cap_new_calls(ops, known, keep, earlier)
     return LargeEvent(parsed._replace(data=None), kept, left_out, adopt, adapter if adopt is None else None)
 
@@ -152,6 +146,14 @@ def read_now(pipeline: Pipeline, event: ProviderEvent, keep: int, earlier: Conta
     calling thread (an adapter to adopt is left to the caller:
     :meth:`CappedPipeline.take`)."""
     return read_large_event(event, pipeline.adapter_state(), pipeline.call_keys(), keep, pipeline.name, earlier)
+
+
+def reader(pipeline: CappedPipeline, event: ProviderEvent) -> Callable[[], LargeEvent]:
+    """:func:`read_large_event` of ``event`` for ``pipeline`` as it stands now (its state,
+    known calls, room and calls left out taken at once), to run later in a worker thread
+    while nothing feeds ``pipeline``; apply the answer with :meth:`CappedPipeline.take`."""
+    args = (event, pipeline.adapter_state(), pipeline.call_keys(), pipeline.room(), pipeline.name, frozenset(pipeline.earlier()))
+    return lambda: read_large_event(*args)
 
 
 #: Calls of one input (a session) the dashboard follows one by one: the first ones (~1,000 cards).

@@ -198,12 +198,15 @@ class Pipeline:
         one tells the dialect (None once input is closed)."""
         return self._dialect, self._adapter, None if self._closed else tuple(self._pending)
 
-    def held_ops(self, dialect: str, held: list[ProviderEvent]) -> tuple[DialectAdapter, list[Op]]:
-        """The adapter of ``dialect`` and the ops of ``held`` (events held until the last of
-        them told the dialect), as :meth:`feed` makes them, on a pipeline made for it (a
-        worker thread's; this one is not changed)."""
+    def held_ops(self, dialect: str, held: list[ProviderEvent], adapter: DialectAdapter | None = None) -> tuple[DialectAdapter, list[Op]]:
+        """The adapter of ``dialect`` (``adapter``, or a new one) after the events ``held``,
+        and their ops, as :meth:`feed` makes them (framing notes, adapter faults, an
+        unreadable event before the stream's start), on a pipeline made for it (a worker
+        thread's: :func:`toollatch.core.large.read_large_event`)."""
         self._pending = list(held)
         self._use(dialect)
+        if adapter is not None:
+            self._adapter = adapter
         assert self._adapter is not None
         return self._adapter, self._held_ops()
 

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from toollatch.core.large import LargeEvent, read_large_event, read_now
+from toollatch.core.large import LargeEvent, reader
 from toollatch.core.model import Op
 from toollatch.redaction.redact import AssemblyEvent
 from toollatch.wire.capture import UNPARSED, ProviderEvent
@@ -71,9 +71,7 @@ class Backlog:
             return
         event = self._events[0]
         if self._reading is None:
-            pipeline = session.pipeline
-            args = (event, pipeline.adapter_state(), pipeline.call_keys(), pipeline.room(), pipeline.name, frozenset(pipeline.earlier()))
-            self._reading = asyncio.ensure_future(asyncio.to_thread(read_large_event, *args))
+            self._reading = asyncio.ensure_future(asyncio.to_thread(reader(session.pipeline, event)))
         reading = self._reading
         try:
             read = await asyncio.shield(reading)
@@ -118,12 +116,10 @@ class Backlog:
             if self._events[0].data is UNPARSED:  # a large event: read off the loop (read_large)
                 if step is not None or self._reading is not None:
                     break  # a caller that may not wait here, or a read in a thread meanwhile: left for read_large
-                head = self._events.popleft()
-                pipeline = session.pipeline
-                read: list[LargeEvent] = []
-                session._guard(lambda: read.append(read_now(pipeline, head, pipeline.room(), pipeline.earlier())) or [])
-                if read:
-                    self._take(session, read[0])
+                head = self._events.popleft()  # read where it is (CappedPipeline.feed), applied at once
+                session.live_source.count += 1
+                session.position = session.live_source.count
+                session._guard(lambda: session.pipeline.feed(head))
                 continue
             done += self._events_run(session, step, done)
         session._take_progress()  # the calls' counts, once per call for this piece of work

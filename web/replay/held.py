@@ -20,7 +20,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from toollatch.core.large import CappedPipeline, LargeEvent, read_large_event
+from toollatch.core.large import CappedPipeline, LargeEvent, reader
 from toollatch.wire.capture import UNPARSED, ProviderEvent
 
 if TYPE_CHECKING:
@@ -76,7 +76,6 @@ async def read_held(session: Session) -> None:
     event = held.event
     if event is None or held.read is not None or not isinstance(pipeline, CappedPipeline):
         return
-    args = (event, pipeline.adapter_state(), pipeline.call_keys(), pipeline.room(), pipeline.name, frozenset(pipeline.earlier()))
-    read = await asyncio.to_thread(read_large_event, *args)
+    read = await asyncio.to_thread(reader(pipeline, event))
     if session.generation == generation and session.held is held and held.event is event:
         held.read = read
