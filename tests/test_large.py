@@ -219,3 +219,62 @@ def test_events_held_before_the_dialect_is_told_are_read_with_the_large_one_that
     """An event no dialect claims, then an unreadable one, then each capture: read as large
     events, the same verdicts (the held events' ops first, an unreadable one failing the stream)."""
     assert same_read_as_large_events(b'data: {"object": "x"}\n\ndata: {not json\n\n', (".sse",)) >= 20
+
+
+def parsed_outside_a_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The lengths of the large payloads parsed while no read holds the collector paused
+    (a decoder's parse: its objects still alive, for the next collection to walk, once
+    the parse is over)."""
+    from toollatch.wire import envelope
+
+    outside: list[int] = []
+    real = envelope._parse_large
+
+    def watched(text: str) -> Any:
+        if envelope._pauses == 0:
+            outside.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(envelope, "_parse_large", watched)
+    return outside
+
+
+def _upload_dry_run(raw: bytes) -> bool:
+    from toollatch.core.config import AssembleConfig
+    from toollatch.web.triage.ingest import dry_run
+
+    return len([c for r in dry_run(raw, "big.sse", AssembleConfig(), None).results for c in r.calls]) == 1000
+
+
+def _source_check(raw: bytes) -> bool:
+    from toollatch.core.config import AssembleConfig
+    from toollatch.web.triage.sources import check
+
+    return check(raw, "big.sse", AssembleConfig(), None) == (3, "openai-chat")
+
+
+def _timed_pass(raw: bytes) -> bool:
+    from array import array
+
+    from toollatch.observe.timing import ChunkTimes, timed_pass
+
+    found = timed_pass(ChunkTimes(array("Q", [len(raw)]), array("d", [0.0])).split(raw), "big.sse", calls_followed=1000)
+    return len(found.event_times) == 3 and found.first_call_s == 0.0
+
+
+def _assemble_source(raw: bytes) -> bool:
+    from toollatch.core.config import AssembleConfig
+    from toollatch.web.triage.diagnosis import assemble_source
+    from toollatch.web.triage.sources import LoadedSource
+
+    source = LoadedSource("upload", "big.sse", "big.sse", "", raw, 3, "openai-chat", None, None)
+    return len([c for r in assemble_source(source, AssembleConfig(), calls_followed=1000) for c in r.calls]) == 1000
+
+
+@pytest.mark.parametrize("read", [_upload_dry_run, _source_check, _timed_pass, _assemble_source])
+def test_every_capped_pass_parses_a_large_payload_inside_its_read(read: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = openai_event(8000)
+    assert len(raw) > LARGE_PAYLOAD_CHARS
+    outside = parsed_outside_a_read(monkeypatch)
+    assert read(raw)  # the pass read the event (and its 1,000 first calls)
+    assert outside == []  # parsed where the pipeline read it, its objects let go before the collector ran again

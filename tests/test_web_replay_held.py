@@ -13,6 +13,7 @@ import pytest
 from toollatch.core.config import AssembleConfig
 from toollatch.core.large import CALLS_FOLLOWED, LARGE_PAYLOAD_CHARS
 from toollatch.web.pages.render import Renderer
+from toollatch.web.replay.held import OPS_STEP, read_held
 from toollatch.web.replay.runner import SessionStore
 from toollatch.web.replay.session import Session
 from toollatch.web.app import resource_dir
@@ -94,3 +95,31 @@ def test_stepping_by_hand_and_back_over_a_large_event_gives_the_same_state() -> 
 
     first, end = asyncio.run(run())
     assert [c[0] for c in first] == [c[0] for c in end]
+
+
+def test_a_read_events_ops_are_applied_a_part_a_step_and_the_event_counted_after_the_last() -> None:
+    wire = one_event(8000)
+    assert len(wire) > LARGE_PAYLOAD_CHARS
+    whole, _ = replayed(source_of(wire, "openai-chat"), speed=FULL_SPEED)
+
+    async def run() -> tuple[Session, list[int]]:
+        settings = Settings()
+        store = SessionStore(settings, Renderer(resource_dir("templates"), settings))
+        session = store.create(source_of(wire, "openai-chat"), autoplay=False)
+        while session.held.event is None:  # slices of input read, then a stop in front of the large event
+            assert session.step(1, sliced=True) == 0 and session.position == 0
+        await read_held(session)  # read in a worker thread
+        assert session.held.read is not None
+        cards: list[int] = []
+        while session.position == 0:  # each step applies one part of its ops
+            assert session.step(1, sliced=True) in (0, 1)
+            cards.append(len(session.cards))
+        session.step(session.total, sliced=True)
+        await store.shutdown()
+        return session, cards
+
+    session, cards = asyncio.run(run())
+    assert len(cards) >= CALLS_FOLLOWED // OPS_STEP  # the kept calls' ops took several steps
+    grown = [b - a for a, b in zip([0, *cards], cards)]
+    assert max(grown) <= OPS_STEP and cards[-1] == CALLS_FOLLOWED
+    assert session.status.value == "finished" and shown(session) == shown(whole)

@@ -29,7 +29,7 @@ from toollatch.wire.capture import CaptureError
 from toollatch.core.config import AssembleConfig
 from toollatch.wire.intake import PushDecoder
 from toollatch.core.model import CallState
-from toollatch.core.large import CappedPipeline
+from toollatch.core.large import LARGE_PAYLOAD_CHARS, CappedPipeline
 from toollatch.core.pipeline import Pipeline
 from toollatch.core.registry import ToolRegistry
 
@@ -217,7 +217,8 @@ def timed_pass(
     now = [0.0]
     kwargs: dict[str, Any] = {"config": config, "registry": registry, "clock": lambda: now[0], "name": name, "progress_events": False}
     pipeline = Pipeline(**kwargs) if calls_followed is None else CappedPipeline(keep=calls_followed, **kwargs)
-    decoder = PushDecoder(name)
+    # capped: a large payload is parsed where the pipeline reads it (read_large_event)
+    decoder = PushDecoder(name, defer_over=None if calls_followed is None else LARGE_PAYLOAD_CHARS)
     out = TimedPass()
     starts: list[float] = []
     try:

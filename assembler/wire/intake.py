@@ -292,9 +292,10 @@ class PushDecoder:
         return out
 
 
-def iter_pushed(chunks: Iterable[bytes], name: str = "<input>") -> Iterator[ProviderEvent]:
-    """Provider events of ``chunks`` through one :class:`PushDecoder` (pull form)."""
-    decoder = PushDecoder(name)
+def iter_pushed(chunks: Iterable[bytes], name: str = "<input>", defer_over: int | None = None) -> Iterator[ProviderEvent]:
+    """Provider events of ``chunks`` through one :class:`PushDecoder` (pull form;
+    ``defer_over`` as the decoder's)."""
+    decoder = PushDecoder(name, defer_over=defer_over)
     for chunk in chunks:
         yield from decoder.feed(chunk)
     yield from decoder.close()

@@ -31,14 +31,10 @@ from toollatch.core.model import Op
 from toollatch.redaction.redact import AssemblyEvent
 from toollatch.wire.capture import UNPARSED, ProviderEvent
 
-from toollatch.web.replay.held import note_untold
+from toollatch.web.replay.held import OPS_STEP, note_untold
 
 if TYPE_CHECKING:
     from toollatch.web.live.session import LiveSession
-
-#: Ops (about one call's worth of work each) assembled per step before the caller may yield.
-OPS_STEP = 256
-
 
 class Backlog:
     """The events a live session decoded and has not assembled yet, in order."""

@@ -7,7 +7,8 @@ reaches one stops in front of it (:meth:`HeldEvent.hold`); the runner then await
 :func:`read_held`, which reads it in a worker thread
 (:func:`~toollatch.core.large.read_large_event`: parsed, turned into ops, the calls past
 the first ``calls_followed`` of the input left out); the next step feeds that read
-(:meth:`HeldEvent.feeder`). A step that cannot wait (one not ``sliced``) reads it where it
+(:meth:`HeldEvent.feeder`), its ops :data:`OPS_STEP` at a time, a step each
+(:meth:`HeldEvent.next_part`). A step that cannot wait (one not ``sliced``) reads it where it
 is. The read feeds a copy of the input's adapter, so a read thrown away (the replay
 paused, stepped or rewound meanwhile) leaves the pipeline as it was. The calls left out are counted in the session's notice
 (:func:`note_untold`), as a live session's are.
@@ -16,15 +17,24 @@ paused, stepped or rewound meanwhile) leaves the pipeline as it was. The calls l
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from toollatch.core.large import CappedPipeline, LargeEvent, reader
+from toollatch.core.model import Op
+from toollatch.core.pipeline import Pipeline
+from toollatch.redaction.redact import AssemblyEvent
 from toollatch.wire.capture import UNPARSED, ProviderEvent
 
 if TYPE_CHECKING:
     from toollatch.web.replay.session import Session
+
+
+#: Ops (about one call's worth of work each) a step on the event loop applies before the
+#: loop runs again: a large event's (here, and a live session's backlog).
+OPS_STEP = 256
 
 
 def note_untold(session: Session) -> int:
@@ -48,6 +58,8 @@ class HeldEvent:
     def __init__(self) -> None:
         self.event: ProviderEvent | None = None
         self.read: LargeEvent | None = None
+        self._ops: list[Op] = []  # what is left of a read's ops (next_part)
+        self._at = 0
 
     def hold(self, event: Any) -> bool:
         """Hold ``event`` when it is a large one not read yet: True, and the step stops."""
@@ -61,13 +73,32 @@ class HeldEvent:
         event, self.event = self.event, None
         return event
 
-    def feeder(self, session: Session, event: ProviderEvent) -> Callable[[], Any]:
-        """What feeds ``event`` to the session's pipeline: its read, when one was made."""
+    def feeder(self, session: Session, event: ProviderEvent, sliced: bool = False) -> Callable[[], Any]:
+        """What feeds ``event`` to the session's pipeline: its read, when one was made.
+        With ``sliced`` (a step that returns to the event loop), the read's ops are held,
+        for the next steps to apply :data:`OPS_STEP` at a time (:meth:`next_part`): the
+        first 1,000 calls of one event opened, then their verdicts and cards, are work of a
+        tenth of a second and more."""
         read, self.read = self.read, None
         pipeline = session.pipeline
         if read is None or not isinstance(pipeline, CappedPipeline):
             return partial(pipeline.feed, event)
+        if sliced and read.ops:  # its ops wait in parts; what the pipeline does with the read, without them
+            self._ops, self._at = read.ops, 0
+            read = dataclasses.replace(read, ops=[])
         return partial(pipeline.take, read)
+
+    def parts_left(self) -> bool:
+        """Ops of a read event are still to apply (:meth:`next_part`)."""
+        return self._at < len(self._ops)
+
+    def next_part(self, pipeline: Pipeline) -> Callable[[], list[AssemblyEvent]]:
+        """What applies the next :data:`OPS_STEP` held ops to ``pipeline``."""
+        part = self._ops[self._at : self._at + OPS_STEP]
+        self._at += len(part)
+        if self._at >= len(self._ops):
+            self._ops, self._at = [], 0
+        return partial(pipeline.apply_ops, part)
 
 
 async def read_held(session: Session) -> None:

@@ -264,6 +264,16 @@ class Session:
         while taken < count:
             if self.status.done:
                 return taken
+            if self.held.parts_left():  # a large event's ops, a part a step (held.py)
+                self._guard(self.held.next_part(self.pipeline))
+                if self.status.done or (sliced and self.held.parts_left()):
+                    return taken
+                if not self.held.parts_left():  # the event is fed whole: counted now
+                    self.position += 1
+                    taken += 1
+                    if self._ended():
+                        return taken
+                continue
             if self.position < self.total and not self._stop_due():
                 event = self.held.take() or next(self._events, None)
                 while isinstance(event, Slice):
@@ -286,20 +296,29 @@ class Session:
                         self.virtual_t += 1.0 / self.rate
                     self.position += 1
                     fed += 1
-                    self._guard(self.held.feeder(self, event))
+                    self._guard(self.held.feeder(self, event, sliced))
                     if self.status.done:
                         return taken + 1
+                    if self.held.parts_left():  # its ops applied by the next steps, the event counted after the last
+                        self.position -= 1
+                        return taken
             taken += 1
-            if self._stop_due():
-                self.cancel("user stop by the demo script")
-                return taken
-            if self.position >= self.total:
-                self._take_progress()  # the last counts before the verdicts the end gives
-                self._guard(self.pipeline.close)
-                if not self.status.done:
-                    self.set_status(Status.FINISHED)
+            if self._ended():
                 return taken
         return taken
+
+    def _ended(self) -> bool:
+        """Apply the demo's scripted stop or the end of input when due: True once applied."""
+        if self._stop_due():
+            self.cancel("user stop by the demo script")
+            return True
+        if self.position >= self.total:
+            self._take_progress()  # the last counts before the verdicts the end gives
+            self._guard(self.pipeline.close)
+            if not self.status.done:
+                self.set_status(Status.FINISHED)
+            return True
+        return False
 
     def _stop_due(self) -> bool:
         return self.source.cancel_after is not None and self.position >= self.source.cancel_after

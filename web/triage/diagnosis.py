@@ -36,7 +36,7 @@ from toollatch.web.mask_values import hide_values
 from toollatch.web.replay.paging import CALLS_PAGE
 from toollatch.web.replay.session import Card, Session
 from toollatch.web.triage.open_streams import still_streaming
-from toollatch.web.triage.sources import LoadedSource, iter_events
+from toollatch.web.triage.sources import LoadedSource, capped_events, iter_events
 from toollatch.web.triage.bulk import is_blank  # after the rest: a whole-input check in pieces
 
 log = logging.getLogger("toollatch.web")
@@ -128,7 +128,7 @@ def assemble_source(source: LoadedSource, config: Any, calls_followed: int | Non
         return []
     kwargs: dict[str, Any] = {"config": config, "registry": source.registry(), "name": source.name, "clock": lambda: 0.0, "progress_events": False}
     pipeline = Pipeline(**kwargs) if calls_followed is None else CappedPipeline(keep=calls_followed, **kwargs)
-    for event in iter_events(data, source.name):
+    for event in iter_events(data, source.name) if calls_followed is None else capped_events(data, source.name):
         pipeline.feed(event)
     pipeline.close()
     return pipeline.results()

@@ -40,7 +40,7 @@ from toollatch.core.registry import RegistryError, ToolRegistry
 
 from toollatch.web.triage import bulk
 from toollatch.web.live.credentials import redact_url
-from toollatch.web.triage.sources import LoadedSource, SourceError, escaped_strings, iter_events, parse_tools
+from toollatch.web.triage.sources import LoadedSource, SourceError, capped_events, escaped_strings, parse_tools
 from toollatch.web.store import Store, StoredSource
 
 log = logging.getLogger("toollatch.web")
@@ -177,7 +177,7 @@ def dry_run(data: bytes, name: str, config: AssembleConfig, registry: ToolRegist
     pipeline = CappedPipeline(config=config, registry=registry, name=name, clock=lambda: 0.0, progress_events=False)  # as the session will assemble it
     count, line, offset = 0, 0, 0
     try:
-        for event in iter_events(data, name):
+        for event in capped_events(data, name):
             count, line, offset = count + 1, event.line, event.offset
             pipeline.feed(event)
         pipeline.close()

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from toollatch.wire.capture import CaptureError, ProviderEvent, iter_capture
+from toollatch.wire.capture import CaptureError, ProviderEvent
 from toollatch.core.config import AssembleConfig
 from toollatch.demo.demos import DEMOS, Demo
-from toollatch.wire.intake import PushDecoder
+from toollatch.wire.intake import PushDecoder, iter_pushed
 from toollatch.core.jsontext import rebuild
 from toollatch.core.model import escape_surrogates
 from toollatch.core.large import LARGE_PAYLOAD_CHARS, CappedPipeline
@@ -194,10 +194,22 @@ def capture_list(root: Path | None) -> list[CaptureInfo]:
 # ------------------------------------------------------------------ loading
 
 
-def iter_events(data: bytes, name: str) -> Iterator[ProviderEvent]:
-    """Provider events of ``data``, read in :data:`READ_CHUNK` pieces (bounded memory)."""
+def iter_events(data: bytes, name: str, defer_over: int | None = None) -> Iterator[ProviderEvent]:
+    """Provider events of ``data``, read in :data:`READ_CHUNK` pieces (bounded memory).
+    ``defer_over``: a payload over that many characters is left unparsed
+    (:data:`~toollatch.wire.capture.UNPARSED`), for a
+    :class:`~toollatch.core.large.CappedPipeline` to parse and read at once
+    (:func:`capped_events`)."""
     view = memoryview(data)
-    return iter_capture((bytes(view[i : i + READ_CHUNK]) for i in range(0, len(data), READ_CHUNK)), name)
+    return iter_pushed((bytes(view[i : i + READ_CHUNK]) for i in range(0, len(data), READ_CHUNK)), name, defer_over)
+
+
+def capped_events(data: bytes, name: str) -> Iterator[ProviderEvent]:
+    """:func:`iter_events` for a :class:`~toollatch.core.large.CappedPipeline`: a large
+    payload is parsed where the pipeline reads it (with the garbage collector paused
+    until its objects are let go, :func:`~toollatch.core.large.read_large_event`), not
+    by the decoder, whose parse would leave them alive for the next collection to walk."""
+    return iter_events(data, name, LARGE_PAYLOAD_CHARS)
 
 
 def iter_sliced(data: bytes, name: str, size: int = REPLAY_SLICE) -> Iterator[ProviderEvent | Slice]:
@@ -218,7 +230,7 @@ def check(data: bytes, name: str, config: AssembleConfig, registry: ToolRegistry
     pipeline = CappedPipeline(config=config, registry=registry, name=name)  # as the session will assemble it
     count = 0
     try:
-        for event in iter_events(data, name):
+        for event in capped_events(data, name):
             count += 1
             pipeline.feed(event)
         pipeline.close()
