@@ -102,3 +102,36 @@ def test_cli_export_of_a_missing_file_is_a_clear_error(tmp_path: Path, capsys: p
     assert main(["export", "--redact", str(tmp_path / "nope.sse"), "-o", str(tmp_path / "o.sse")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nope.sse" in err
+
+
+def _recorded(data: bytes, name: str, values: bool) -> tuple[object, ...]:
+    from toollatch.redaction.export import EventRedactor
+    from toollatch.wire.capture import CaptureError, iter_capture
+
+    recorder = EventRedactor(keep=False, record=True, values=values)
+    try:
+        for event in iter_capture([data], name):
+            recorder.feed(event)
+    except CaptureError as exc:
+        return ("unreadable", str(exc))
+    stray = recorder.finish()[1]
+    return stray, recorder.texts, recorder.names, recorder.finals, recorder.piece_strings
+
+
+def test_a_recording_reading_masks_nothing_and_finds_the_same_places() -> None:
+    from .test_large import shared_files
+
+    files = shared_files()
+    if not files:
+        pytest.skip("no shared captures or cases (TOOLLATCH_SHARED)")
+    for path in files:
+        data = path.read_bytes()
+        assert _recorded(data, path.name, values=False) == _recorded(data, path.name, values=True), path.name
+    data = b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{\\"q\\":1}"}}]}}]}\n\n'
+    event = next(iter(read_capture(data)))
+    before = json.dumps(event.data)
+    from toollatch.redaction.export import EventRedactor
+
+    recorder = EventRedactor(keep=False, record=True)
+    assert recorder.feed(event) == [] and json.dumps(event.data) == before  # the event read is left as it was
+    assert [t[0] for t in recorder.texts.values()] == [['{"q":1}']]

@@ -81,6 +81,30 @@ def rebuild(value: Any, leaf: Callable[[Any], Any] | None = None, key: Callable[
     return root
 
 
+def copy_json(value: Any) -> Any:
+    """A copy of a JSON value (dicts and lists rebuilt, a tuple as a list; as
+    :func:`rebuild` without functions), by recursion while the nesting lets it: several
+    times faster than :func:`rebuild` for an event's few levels."""
+    try:
+        return _copy(value)
+    except RecursionError:
+        return rebuild(value)
+
+
+def _copy(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {k: _copy(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [_copy(v) if type(v) in _CONTAINERS else v for v in value]
+    if isinstance(value, (dict, list, tuple)):  # a subclass: the general way
+        return rebuild(value)
+    return value
+
+
+_CONTAINERS = frozenset({dict, list, tuple})
+
+
 def dumps(
     value: Any,
     *,

@@ -195,12 +195,16 @@ class EventRedactor:
     one tells which dialect reads the input (:func:`reading_dialect`, usually the first).
     ``finish()`` returns the events still held and where argument text is stray; the
     result is the same as reading the whole list at once. ``keep=False``: only the stray
-    places are wanted, no masked copy is kept (``feed`` and ``finish`` return none).
+    places are wanted, no masked copy is kept (``feed`` and ``finish`` return none), and
+    nothing is masked (``values``: mask all the same, the same ledger).
     """
 
-    def __init__(self, dialect: str | None = None, *, keep: bool = True, plan: MaskPlan | None = None, record: bool = False) -> None:
+    def __init__(
+        self, dialect: str | None = None, *, keep: bool = True, plan: MaskPlan | None = None, record: bool = False, values: bool | None = None
+    ) -> None:
         self._wanted = dialect
         self._keep = keep
+        self._values = keep if values is None else values
         self._plan = plan
         self._record = record
         self._held: list[ProviderEvent] = []  # until the reading dialect is known
@@ -224,7 +228,7 @@ class EventRedactor:
         self._decided = True
         if found not in ADAPTERS:
             return []
-        self._adapter, self._masker = make_adapter(found), DialectMasker(found, self._plan, record=self._record)
+        self._adapter, self._masker = make_adapter(found), DialectMasker(found, self._plan, record=self._record, values=self._values)
         held, self._held = self._held, []
         return [masked for e in held if (masked := self._mask(e)) is not None]
 

@@ -24,8 +24,8 @@ from toollatch.redaction.scalarmask import KeyNames, MaskPlan, mask_scalars_valu
 class GeminiMasker(PlaceMasker):
     """The Gemini method of :class:`~.masker.DialectMasker` (:meth:`gemini`) and its state."""
 
-    def __init__(self, plan: MaskPlan | None = None, *, record: bool = False) -> None:
-        super().__init__(plan, record=record)
+    def __init__(self, plan: MaskPlan | None = None, *, record: bool = False, values: bool = True) -> None:
+        super().__init__(plan, record=record, values=values)
         self._path_keys = KeyNames()  # Gemini partialArgs member names of calls that did not commit
         self.pieces = StringPieces(record=record)  # Gemini stringValue pieces, by the string they make up
 

@@ -61,8 +61,8 @@ class DialectMasker(GeminiMasker):
         "cohere": "cohere",
     }
 
-    def __init__(self, dialect: str, plan: MaskPlan | None = None, *, record: bool = False) -> None:
-        super().__init__(plan, record=record)
+    def __init__(self, dialect: str, plan: MaskPlan | None = None, *, record: bool = False, values: bool = True) -> None:
+        super().__init__(plan, record=record, values=values)
         self._method = getattr(self, self.METHODS[dialect])
         self._first_names: dict[tuple[str, str], str] = {}  # OpenAI Chat: each call's first tool name
 

@@ -123,9 +123,12 @@ class PlaceMasker:
     """Masks places of argument text and records their use in :attr:`ledger`; a dialect's
     methods (:class:`~.masker.DialectMasker`) say where the places are."""
 
-    def __init__(self, plan: MaskPlan | None = None, *, record: bool = False) -> None:
+    def __init__(self, plan: MaskPlan | None = None, *, record: bool = False, values: bool = True) -> None:
         #: what to mask of each call (calls that did not commit: every scalar); None: string values only
         self.plan = plan
+        #: False: only the :attr:`ledger` is wanted (where argument text is, which calls
+        #: took it), not the masked copy: places keep their values, nothing is masked
+        self.values = values
         self.ledger = Ledger(record=record)
         self.scanners = Scanners()
         self._ops: list[ArgOp] = []
@@ -146,9 +149,10 @@ class PlaceMasker:
         if not isinstance(event.data, dict):  # no dialect's event: nothing of it is kept
             self.ledger.ignored(self._where, "a shape the dialect never has")
             return mask_scalars_value(event.data)
-        data = jsontext.rebuild(event.data)  # a private copy to rewrite
+        data = jsontext.copy_json(event.data)  # a private copy to rewrite
         self._method(data)
-        mask_provider_errors(data)
+        if self.values:
+            mask_provider_errors(data)
         return data
 
     # ------------------------------------------------------------------ places
@@ -174,6 +178,8 @@ class PlaceMasker:
         plan = self.plan
         if op is not None:
             self.ledger.taken(op, text, where)
+            if not self.values:
+                return value
             if op.late:  # after its stream's end: no call takes it, nothing of it is kept
                 return as_value_like(value, mask_scalars_text(text))
             if op.kind == "fragment":
@@ -187,6 +193,8 @@ class PlaceMasker:
             self.ledger.duplicate(text, where)
         else:  # a fragment no op carried
             return self.unread(value, what)
+        if not self.values:
+            return value
         if plan is not None and (again := plan.repeated(text)) is not None:  # no committed call's text
             return as_value_like(value, again)
         return mask_json_text(value) if isinstance(value, str) else mask_arguments(value)
@@ -205,6 +213,8 @@ class PlaceMasker:
             self.ledger.taken(op, text, where)
         else:
             self.ledger.duplicate(text, where)
+        if not self.values:
+            return value
         return escaped_placeholder(value) if isinstance(value, str) else mask_arguments(value, times=2)
 
     def unread(self, value: Any, what: str) -> Any:
@@ -212,6 +222,8 @@ class PlaceMasker:
         if is_empty(value):
             return value
         self.ledger.ignored(f"{self._where} ({what})")
+        if not self.values:
+            return value
         return mask_all(value) if isinstance(value, str) else mask_scalars_value(value)
 
     def objects(self, obj: dict[str, Any], key: str) -> list[dict[str, Any]]:
