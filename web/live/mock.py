@@ -10,6 +10,8 @@ streaming, so the proxy talks to the mock exactly as to a remote upstream.
 
 from __future__ import annotations
 
+import asyncio
+
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -65,18 +67,21 @@ def build_router(provider: MockProvider, prefix: str = "") -> APIRouter:
 
     async def serve(request: Request) -> Response:
         path = request.url.path[len(prefix) :]
-        return MockResponse(provider.reply(path, await request.body(), request.query_params))
+        body = await request.body()
+        # off the event loop: a reply may list the captures folder and read a capture's first events
+        return MockResponse(await asyncio.to_thread(provider.reply, path, body, request.query_params))
 
     for path in ENDPOINTS:
         router.add_api_route(prefix + path, serve, methods=["POST"], include_in_schema=False)
 
     @router.get(prefix + "/v1/models", include_in_schema=False)
     async def models() -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": n, "object": "model", "created": 0, "owned_by": "toollatch-mock"} for n in provider.scenarios()]}
+        names = await asyncio.to_thread(provider.scenarios)  # lists the captures folder: off the event loop
+        return {"object": "list", "data": [{"id": n, "object": "model", "created": 0, "owned_by": "toollatch-mock"} for n in names]}
 
     @router.get("/api/scenarios", include_in_schema=False)
     async def scenarios() -> JSONResponse:
-        return JSONResponse(provider.scenarios())
+        return JSONResponse(await asyncio.to_thread(provider.scenarios))
 
     return router
 
@@ -110,12 +115,13 @@ class MockTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
         if request.method == "GET" and request.url.path == "/v1/models":
-            listing = {"object": "list", "data": [{"id": n, "object": "model", "created": 0, "owned_by": "toollatch-mock"} for n in self.provider.scenarios()]}
+            names = await asyncio.to_thread(self.provider.scenarios)  # lists the captures folder: off the event loop
+            listing = {"object": "list", "data": [{"id": n, "object": "model", "created": 0, "owned_by": "toollatch-mock"} for n in names]}
             reply = MockReply(200, {"content-type": "application/json"}, paced([json.dumps(listing).encode()], 0.0, None))
         elif request.method != "POST":
             reply = error_reply("openai-chat", 405, f"The mock answers POST only, not {request.method}.")
         else:
-            reply = self.provider.reply(request.url.path, body, dict(request.url.params))
+            reply = await asyncio.to_thread(self.provider.reply, request.url.path, body, dict(request.url.params))
         extensions = {MOCK_REFUSED: True} if reply.refused else {}
         return httpx.Response(reply.status, headers=reply.headers, stream=_ReplyStream(reply.chunks), request=request, extensions=extensions)
 
@@ -161,7 +167,7 @@ def create_mock_app(provider: MockProvider, allowed_hosts: list[str]) -> Any:
 
     @app.get("/", include_in_schema=False)
     async def index() -> JSONResponse:
-        return JSONResponse(endpoint_listing(provider))
+        return JSONResponse(await asyncio.to_thread(endpoint_listing, provider))
 
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)
     return app

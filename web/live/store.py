@@ -62,10 +62,9 @@ class LiveRenderer(Renderer):
 
     live_context: Callable[[], dict[str, Any]] | None = None
 
-    def page(self, name: str, **context: Any) -> str:
-        if name == "index.html" and self.live_context is not None:
-            context = {**self.live_context(), **context}
-        return super().page(name, **context)
+    def index_context(self) -> dict[str, Any]:
+        """The live-stream section's variables (the mock's scenarios list the captures folder)."""
+        return self.live_context() if self.live_context is not None else {}
 
     def session_context(self, session: Session) -> dict[str, Any]:
         return {**super().session_context(session), "live": is_live(session)}

@@ -71,6 +71,7 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
 
     @router.get("/sources")
     async def sources() -> dict[str, Any]:
+        captures = await asyncio.to_thread(capture_list, settings.captures_dir)  # a folder of any size: off the event loop
         return {
             "demos": [
                 {
@@ -87,7 +88,7 @@ def build_router(settings: Settings, store: SessionStore) -> APIRouter:
                 for d in demo_list()
             ],
             "captures_dir": str(settings.captures_dir) if settings.captures_dir else None,
-            "captures": [{"path": c.path, "bytes": c.size, "tools": c.has_tools} for c in capture_list(settings.captures_dir)],
+            "captures": [{"path": c.path, "bytes": c.size, "tools": c.has_tools} for c in captures],
             "max_upload_bytes": settings.max_upload_bytes,
         }
 

@@ -176,6 +176,11 @@ class Renderer:
     def page(self, name: str, **context: Any) -> str:
         return self.env.get_template(name).render(**context)
 
+    def index_context(self) -> dict[str, Any]:
+        """Variables of the index page that take reading files (blocking: the captures
+        folder, the mock's scenarios): none here."""
+        return {}
+
     def session_context(self, session: Session) -> dict[str, Any]:
         """Variables every session template uses."""
         return {"s": session, "cards": session.ordered_cards, "multi_stream": session.multi_stream}  # no per-card work

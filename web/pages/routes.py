@@ -44,14 +44,17 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
     """Routes ``/``, ``/sessions``, ``/sessions/upload``, ``/sessions/{id}``, ``/sessions/{id}/control``."""
     router = APIRouter()
 
-    def index_page(error: str | None = None, status: int = 200, query: Mapping[str, str] | None = None, paste: str = "") -> HTMLResponse:
+    async def index_page(error: str | None = None, status: int = 200, query: Mapping[str, str] | None = None, paste: str = "") -> HTMLResponse:
+        # the captures folder (any size) and the mock's scenarios: read off the event loop
+        captures, listed = await asyncio.to_thread(lambda: (capture_list(settings.captures_dir), renderer.index_context()))
         html = renderer.page(
             "index.html",
+            **listed,
             error=error,
             paste=paste,
             query=dict(query or {}),
             groups=demo_groups(demo_list()),
-            captures=capture_list(settings.captures_dir),
+            captures=captures,
             captures_dir=settings.captures_dir,
             sessions=store.all()[:20],
             max_upload=settings.max_upload_bytes,
@@ -68,7 +71,7 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
 
     @router.get("/", response_class=HTMLResponse)
     async def index(request: Request) -> HTMLResponse:
-        return index_page(query=request.query_params)
+        return await index_page(query=request.query_params)
 
     @router.get("/sessions")
     async def session_list() -> RedirectResponse:
@@ -80,20 +83,20 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
         async with request.form(max_files=0, max_fields=_MAX_FORM_FIELDS) as form:
             kind, name, raw_rate = form.get("kind"), form.get("name"), form.get("rate")
         if not isinstance(kind, str) or not isinstance(name, str) or not name:
-            return index_page("Choose a demo or a capture to replay.", 400)
+            return await index_page("Choose a demo or a capture to replay.", 400)
         try:
             rate, speed, notice = start_pace(raw_rate)
         except BadValue as exc:
-            return index_page(str(exc), 400)
+            return await index_page(str(exc), 400)
         try:
             if kind == "demo":
                 source = load_demo(name, settings.config)
             elif kind == "capture":
                 source = await asyncio.to_thread(load_capture, settings.captures_dir, name, settings.config)  # a dry run of the whole file: off the event loop
             else:
-                return index_page(f"Unknown source kind {kind!r}.", 400)
+                return await index_page(f"Unknown source kind {kind!r}.", 400)
         except SourceError as exc:
-            return index_page(str(exc), exc.status)
+            return await index_page(str(exc), exc.status)
         return started(store.create(source, rate=rate, speed=speed), notice)
 
     @router.post("/sessions/upload")
@@ -103,7 +106,7 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
         try:
             sources, (rate, speed, notice) = await receive_upload(request, settings, request.app.state.sources)
         except UploadError as exc:  # the form again, with the pasted text (escaped by the template)
-            return index_page(str(exc), exc.status, paste=exc.paste if exc.paste and exc.status != 413 else "")
+            return await index_page(str(exc), exc.status, paste=exc.paste if exc.paste and exc.status != 413 else "")
         created = [store.create(source, rate=rate, speed=speed) for source in sources]
         for session in created:
             session.set_notice(notice)
