@@ -434,3 +434,51 @@ def test_toollatch_assemble_reports_a_corrupt_frame(tmp_path: Path, capsys: pyte
     (stream,) = json.loads(capsys.readouterr().out)["streams"]
     assert stream["end"] == "error"
     assert f"{target}: event-stream frame 3 (byte {len(frames[0]) + len(frames[1])}): message CRC mismatch" in stream["end_detail"]
+
+
+# ------------------------------------------------------------------ large frames (the dashboard)
+
+
+def _decoded(raw: bytes, defer_over: int | None) -> list[ProviderEvent]:
+    from toollatch.wire.intake import PushDecoder
+
+    decoder = PushDecoder("in.bin", defer_over=defer_over)
+    return [*decoder.feed(raw), *decoder.close()]
+
+
+def test_a_frame_over_the_limit_is_left_unparsed_and_read_as_the_decoder_reads_it() -> None:
+    from toollatch.core.large import read_unparsed
+    from toollatch.wire.capture import UNPARSED
+
+    big = {"delta": {"toolUse": {"input": "x" * 100}}, "contentBlockIndex": 0}
+    raw = b"".join([
+        event_frame("messageStart", {"role": "assistant"}),
+        event_frame("contentBlockDelta", big),
+        encode_frame({":event-type": "contentBlockDelta", ":message-type": "event"}, b'{"delta": '),  # not JSON
+        encode_frame({":event-type": "contentBlockDelta", ":message-type": "event"}, b'{"a": "\xff' + b"y" * 80 + b'"}'),  # not UTF-8
+    ])
+    plain, deferred = _decoded(raw, None), _decoded(raw, 50)
+    assert [e.data is UNPARSED for e in deferred] == [False, True, False, False]  # UTF-8 is checked where the frame is read
+    assert deferred[1].raw == plain[1].raw and deferred[1].line == 2
+    assert [read_unparsed(e, "in.bin") for e in deferred] == plain
+    assert plain[1].data == {"contentBlockDelta": big} and plain[2].error and "frame 3" in plain[2].error
+    cut = encode_frame({":event-type": "contentBlockDelta", ":message-type": "event"}, b'{"delta": ' + b" " * 60)
+    assert read_unparsed(_decoded(cut, 50)[0], "in.bin") == _decoded(cut, None)[0]
+
+
+@pytest.mark.parametrize("path", PARAMS)
+def test_every_bedrock_capture_as_frames_assembles_the_same_read_as_large_events(path: Path | None) -> None:
+    from toollatch.core.large import CappedPipeline
+
+    raw = b"".join(frames_of_jsonl(need(path)))
+    plain = Pipeline(name="in")
+    for event in _decoded(raw, None):
+        plain.feed(event)
+    plain.close()
+    large = CappedPipeline(name="in", keep=10**9)
+    for event in _decoded(raw, 0):  # every frame left unparsed, read as a large one
+        large.feed(event)
+    large.close()
+    shown = [[(c.key, c.call_id, c.name, c.state, c.reason, c.arguments) for c in r.calls] for r in plain.results()]
+    assert [[(c.key, c.call_id, c.name, c.state, c.reason, c.arguments) for c in r.calls] for r in large.results()] == shown
+    assert any(shown)

@@ -12,6 +12,8 @@ import pytest
 
 from toollatch.core.config import AssembleConfig
 from toollatch.core.large import CALLS_FOLLOWED, LARGE_PAYLOAD_CHARS
+from toollatch import Pipeline, read_capture
+from toollatch.core.model import CallState
 from toollatch.web.pages.render import Renderer
 from toollatch.web.replay.held import OPS_STEP, read_held
 from toollatch.web.replay.runner import SessionStore
@@ -123,3 +125,26 @@ def test_a_read_events_ops_are_applied_a_part_a_step_and_the_event_counted_after
     grown = [b - a for a, b in zip([0, *cards], cards)]
     assert max(grown) <= OPS_STEP and cards[-1] == CALLS_FOLLOWED
     assert session.status.value == "finished" and shown(session) == shown(whole)
+
+
+def test_a_replay_reads_a_large_event_stream_frame_in_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    from .test_eventstream import event_frame
+
+    value = "v" * (LARGE_PAYLOAD_CHARS + 10)
+    wire = b"".join([
+        event_frame("messageStart", {"role": "assistant"}),
+        event_frame("contentBlockStart", {"start": {"toolUse": {"toolUseId": "t1", "name": "write"}}, "contentBlockIndex": 0}),
+        event_frame("contentBlockDelta", {"delta": {"toolUse": {"input": '{"text": "' + value + '"}'}}, "contentBlockIndex": 0}),
+        event_frame("contentBlockStop", {"contentBlockIndex": 0}),
+        event_frame("messageStop", {"stopReason": "tool_use"}),
+    ])
+    source = source_of(wire, "bedrock-converse")
+    threads = threads_reading(monkeypatch)
+    session, loop_thread = replayed(source, speed=FULL_SPEED)
+    assert session.status.value == "finished" and threads and loop_thread not in threads
+    whole = Pipeline(name="whole", config=session.config)  # the dashboard's limits: the call is too large for them
+    for event in read_capture(wire):
+        whole.feed(event)
+    whole.close()
+    assert shown(session) == [(c.call_id, c.name, c.state, c.reason) for r in whole.results() for c in r.calls]
+    assert [c[:3] for c in shown(session)] == [("t1", "write", CallState.FAILED)]

@@ -33,7 +33,7 @@ from toollatch.core.model import CallKey, Op
 from toollatch.core.pipeline import Pipeline
 from toollatch.dialects import ADAPTERS, DialectAdapter, detect, make_adapter
 from toollatch.redaction.redact import AssemblyEvent
-from toollatch.wire.capture import UNPARSED, ProviderEvent, _parse_payload
+from toollatch.wire.capture import FRAME_PAYLOAD, UNPARSED, ProviderEvent, _parse_payload, frame_event
 from toollatch.wire.envelope import LARGE_PAYLOAD_CHARS, collector_paused
 from toollatch.wire.jsonarray import ARRAY_ELEMENT, element_event  # the dashboard's decoders leave payloads over it for read_large_event
 
@@ -51,6 +51,8 @@ def read_unparsed(event: ProviderEvent, name: str) -> ProviderEvent:
         return event
     if event.event == ARRAY_ELEMENT:  # an element of a JSON array stream
         return element_event(_parse_payload(event.raw, None, name, event.line, event.offset))
+    if event.event is not None and event.event.startswith(FRAME_PAYLOAD):  # an AWS event-stream frame's payload
+        return frame_event(event.event[len(FRAME_PAYLOAD) :], event.raw, name, event.line, event.offset)
     return _parse_payload(event.raw, event.event, name, event.line, event.offset, event.framing)
 
 

@@ -214,9 +214,10 @@ class _EventStreamReader:
     the validated prelude gives - so every input byte is copied a constant number of times.
     """
 
-    def __init__(self, name: str, scrub: Callable[[str], str] | None = None) -> None:
+    def __init__(self, name: str, scrub: Callable[[str], str] | None = None, defer_over: int | None = None) -> None:
         self._name = name
         self._scrub = scrub  # applied to each payload's text before it is parsed
+        self._defer_over = defer_over  # a payload over it: left unparsed (FRAME_PAYLOAD)
         self._buffer = EventStreamBuffer()
         self._pending: list[bytes] = []
         self._have = 0  # bytes in _pending
@@ -303,13 +304,31 @@ class _EventStreamReader:
         payload: bytes = message.payload
         try:
             text = payload.decode("utf-8")
-            if self._scrub is not None:
-                text = self._scrub(text)
-            body = json.loads(text) if payload else {}
-        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError too
-            msg = "not UTF-8" if isinstance(exc, UnicodeDecodeError) else json_problem(exc)
-            return ProviderEvent(kind, None, line, offset, f"{self._where()}: {kind} payload is not JSON ({msg})")
-        return ProviderEvent(kind, {kind: body}, line, offset, raw=text or None)
+        except UnicodeDecodeError:
+            return ProviderEvent(kind, None, line, offset, f"{self._where()}: {kind} payload is not JSON (not UTF-8)")
+        if self._scrub is not None:
+            text = self._scrub(text)
+        if self._defer_over is not None and len(text) > self._defer_over:  # parsed by its reader
+            return ProviderEvent(FRAME_PAYLOAD + kind, UNPARSED, line, offset, raw=text)
+        return frame_event(kind, text, self._name, line, offset)
+
+
+#: The event type of an event-stream frame left unparsed (``PushDecoder(defer_over=...)``):
+#: this prefix, then the frame's own type; :func:`frame_event` reads it.
+FRAME_PAYLOAD = "\x00frame:"
+
+
+def frame_event(kind: str, text: str, name: str, frame: int, offset: int) -> ProviderEvent:
+    """The provider event of event-stream frame number ``frame`` (its first byte at
+    ``offset`` of input ``name``) of type ``kind``, from its payload ``text`` (empty: ``{}``):
+    ``{kind: payload}`` as Bedrock's JSON Lines shape has it, or an ``error`` naming the
+    frame when the payload is not JSON."""
+    try:
+        body = parse_envelope(text) if text else {}
+    except (ValueError, RecursionError) as exc:
+        where = f"{name}: event-stream frame {frame} (byte {offset})"
+        return ProviderEvent(kind, None, frame, offset, f"{where}: {kind} payload is not JSON ({json_problem(exc)})")
+    return ProviderEvent(kind, {kind: body}, frame, offset, raw=text or None)
 
 
 def _chain(head: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:

@@ -165,7 +165,7 @@ class PushDecoder:
             self._inner = PushDecoder(self.name, self.scrub, self.defer_over)
         elif is_eventstream(head):
             self._mode = "eventstream"
-            self._frames = _EventStreamReader(self.name, self.scrub)
+            self._frames = _EventStreamReader(self.name, self.scrub, self.defer_over)
         elif body.startswith(b"["):
             self._mode = "array"
             self._array = ArrayReader(self.name, self._skipped, self.scrub, self.defer_over)
