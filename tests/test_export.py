@@ -135,3 +135,25 @@ def test_a_recording_reading_masks_nothing_and_finds_the_same_places() -> None:
     recorder = EventRedactor(keep=False, record=True)
     assert recorder.feed(event) == [] and json.dumps(event.data) == before  # the event read is left as it was
     assert [t[0] for t in recorder.texts.values()] == [['{"q":1}']]
+
+
+def test_a_bedrock_invoke_pair_split_across_chunks_is_no_stray_place() -> None:
+    """A committed call whose character is written as a surrogate pair split across two
+    InvokeModel chunks: both readings (masking or not) take every place, and the reproducer
+    keeps the same verdicts."""
+    import base64
+
+    inner = [
+        {"type": "message_start", "message": {"id": "m", "role": "assistant", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"a":"\ud83d'}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '\ude00"}'}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        {"type": "message_stop"},
+    ]
+    data = b"".join(json.dumps({"chunk": {"bytes": base64.b64encode(json.dumps(e).encode()).decode()}}).encode() + b"\n" for e in inner)
+    assert verdicts(data)[0][0][2] == "committed"
+    found = _recorded(data, "split.jsonl", values=False)
+    assert found[0] == [] and found == _recorded(data, "split.jsonl", values=True)
+    assert verdicts(redact_capture(data)) == verdicts(data)

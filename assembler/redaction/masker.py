@@ -224,7 +224,8 @@ class DialectMasker(GeminiMasker):
             self.anthropic(inner)
         else:
             inner = mask_value(inner)
-        chunk["bytes"] = base64.b64encode(jsontext.dumps(inner).encode()).decode()
+        # ASCII: a string the reading keeps (or a piece of a pair split across chunks) may hold a lone surrogate
+        chunk["bytes"] = base64.b64encode(jsontext.dumps(inner, ensure_ascii=True).encode()).decode()
 
     # ------------------------------------------------------------------ OpenAI Responses
 
