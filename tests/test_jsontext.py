@@ -166,3 +166,17 @@ def test_rebuild_maps_keys_too_and_keeps_their_order() -> None:
     assert rebuild(value, key=str.lower) == {"key": [{"inner": "v"}], "b": 1}
     assert list(rebuild(value, key=str.upper)) == ["KEY", "B"]
     assert value == {"Key": [{"Inner": "v"}], "b": 1}  # the original is untouched
+
+
+def test_copy_json_copies_nested_subclasses_as_rebuild_does() -> None:
+    from collections import OrderedDict, namedtuple
+
+    from toollatch.core.jsontext import copy_json, rebuild
+
+    pair = namedtuple("pair", "a b")
+    value = {"a": OrderedDict(b=1), "t": pair(1, [2]), "l": [OrderedDict(c=[3])]}
+    copied = copy_json(value)
+    assert copied == rebuild(value) == {"a": {"b": 1}, "t": [1, [2]], "l": [{"c": [3]}]}
+    assert type(copied["a"]) is dict and type(copied["t"]) is list and type(copied["l"][0]) is dict
+    copied["a"]["b"] = 2
+    assert value["a"]["b"] == 1  # a copy, never the original's container

@@ -94,15 +94,15 @@ def copy_json(value: Any) -> Any:
 def _copy(value: Any) -> Any:
     kind = type(value)
     if kind is dict:
-        return {k: _copy(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
+        return {k: _copy(v) if isinstance(v, _CONTAINERS) else v for k, v in value.items()}
     if kind is list or kind is tuple:
-        return [_copy(v) if type(v) in _CONTAINERS else v for v in value]
+        return [_copy(v) if isinstance(v, _CONTAINERS) else v for v in value]
     if isinstance(value, (dict, list, tuple)):  # a subclass: the general way
         return rebuild(value)
     return value
 
 
-_CONTAINERS = frozenset({dict, list, tuple})
+_CONTAINERS = (dict, list, tuple)  # subclasses too: every container is copied
 
 
 def dumps(
