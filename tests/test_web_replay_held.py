@@ -148,3 +148,29 @@ def test_a_replay_reads_a_large_event_stream_frame_in_a_worker_thread(monkeypatc
     whole.close()
     assert shown(session) == [(c.call_id, c.name, c.state, c.reason) for r in whole.results() for c in r.calls]
     assert [c[:3] for c in shown(session)] == [("t1", "write", CallState.FAILED)]
+
+
+def test_the_first_event_counted_after_its_last_part_renders_the_status_and_back() -> None:
+    """The position moves when a read event's last part is applied: the status bar (its
+    count) and the controls (◀ Back, possible from the first event on) are rendered again."""
+    wire = one_event(6000)
+    assert len(wire) > LARGE_PAYLOAD_CHARS
+
+    async def run() -> tuple[int, bool, bool]:
+        settings = Settings()
+        store = SessionStore(settings, Renderer(resource_dir("templates"), settings))
+        session = store.create(source_of(wire, "openai-chat"), autoplay=False)
+        while session.held.event is None and not session.status.done:
+            session.step(1, sliced=True)
+        await read_held(session)
+        session.step(1, sliced=True)  # fed: its ops wait in parts
+        assert session.held.parts_left() and session.position == 0
+        while session.held.parts_left():
+            session.take_changes()  # each step's changes flushed, as the runner does
+            session.step(1, sliced=True)
+        changes = session.take_changes()
+        await store.shutdown()
+        return session.position, changes.controls, changes.status
+
+    position, controls, status = asyncio.run(run())
+    assert position == 1 and controls and status

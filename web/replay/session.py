@@ -269,6 +269,9 @@ class Session:
                 if self.status.done or (sliced and self.held.parts_left()):
                     return taken
                 if not self.held.parts_left():  # the event is fed whole: counted now
+                    self.progressed()
+                    if self.position == 0:
+                        self.pending.controls = True  # the first event: ◀ Back becomes possible
                     self.position += 1
                     taken += 1
                     if self._ended():
