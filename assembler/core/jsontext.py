@@ -97,7 +97,7 @@ def _copy(value: Any) -> Any:
         return {k: _copy(v) if isinstance(v, _CONTAINERS) else v for k, v in value.items()}
     if kind is list or kind is tuple:
         return [_copy(v) if isinstance(v, _CONTAINERS) else v for v in value]
-    if isinstance(value, (dict, list, tuple)):  # a subclass: the general way
+    if isinstance(value, _CONTAINERS):  # a subclass: the general way
         return rebuild(value)
     return value
 

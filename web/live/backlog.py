@@ -20,18 +20,16 @@ session's notice and in ``untold_calls``.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from toollatch.core.large import LargeEvent, reader
-from toollatch.core.model import Op
 from toollatch.redaction.redact import AssemblyEvent
 from toollatch.wire.capture import UNPARSED, ProviderEvent
 
-from toollatch.web.replay.held import OPS_STEP, note_untold
+from toollatch.web.replay.held import OPS_STEP, OpsLeft, note_untold
 
 if TYPE_CHECKING:
     from toollatch.web.live.session import LiveSession
@@ -41,23 +39,22 @@ class Backlog:
 
     def __init__(self) -> None:
         self._events: deque[ProviderEvent] = deque()
-        self._ops: list[Op] = []  # what is left of the event being assembled in parts
-        self._at = 0
+        self._left = OpsLeft()  # what is left of the event being assembled in parts
         self._reading: asyncio.Future[LargeEvent] | None = None  # the head event, read in a thread
 
     def __bool__(self) -> bool:
-        return bool(self._events) or self._at < len(self._ops)
+        return bool(self._events) or bool(self._left)
 
     def extend(self, events: Iterable[ProviderEvent]) -> None:
         self._events.extend(events)
 
     def clear(self) -> None:
         self._events.clear()
-        self._ops, self._at = [], 0
+        self._left.hold([])
 
     def waiting(self, session: LiveSession) -> bool:
         """The next event to assemble is a large one, to be read by :meth:`read_large` first."""
-        return self._at >= len(self._ops) and bool(self._events) and self._events[0].data is UNPARSED
+        return not self._left and bool(self._events) and self._events[0].data is UNPARSED
 
     async def read_large(self, session: LiveSession) -> None:
         """Read the large event at the head of the backlog in a worker thread (one read at a
@@ -85,8 +82,7 @@ class Backlog:
         session.position = session.live_source.count
         pipeline = session.pipeline
         if read.ops is not None:  # its ops wait in parts; what the pipeline does with the read, without them
-            ops, read = read.ops, dataclasses.replace(read, ops=[])
-            self._ops, self._at = ops, 0
+            read = self._left.hold_read(read)
         session._guard(lambda: pipeline.take(read))
 
     def work(self, session: LiveSession, step: int | None = None) -> bool:
@@ -100,12 +96,8 @@ class Backlog:
             if session.status.done:
                 self.clear()
                 return False
-            if self._at < len(self._ops):
-                end = len(self._ops) if step is None else min(len(self._ops), self._at + step - done)
-                part = self._ops[self._at : end]
-                self._at = end
-                if self._at >= len(self._ops):
-                    self._ops, self._at = [], 0
+            if self._left:
+                part = self._left.part(None if step is None else step - done)
                 session._guard(lambda: session.pipeline.apply_ops(part))
                 done += len(part)
                 continue
@@ -145,7 +137,7 @@ class Backlog:
                     out = pipeline.feed(event)
                     taken += 1
                 elif len(ops) > room - taken:
-                    self._ops, self._at = ops, 0  # more than this step holds: applied in parts
+                    self._left.hold(ops)  # more than this step holds: applied in parts
                     return taken
                 else:  # the common event, a few ops: applied at once (no copy of its ops held)
                     out = pipeline.apply_ops(ops) if ops else []

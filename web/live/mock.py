@@ -11,7 +11,6 @@ streaming, so the proxy talks to the mock exactly as to a remote upstream.
 from __future__ import annotations
 
 import asyncio
-
 import json
 import logging
 from collections.abc import AsyncIterator

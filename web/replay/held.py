@@ -37,6 +37,39 @@ if TYPE_CHECKING:
 OPS_STEP = 256
 
 
+class OpsLeft:
+    """The ops of an event not applied yet (a large event's, an event of many calls),
+    taken a part at a time (:meth:`part`): a live session's backlog and a replay's held
+    event hold them alike."""
+
+    __slots__ = ("_ops", "_at")
+
+    def __init__(self) -> None:
+        self._ops: list[Op] = []
+        self._at = 0
+
+    def __bool__(self) -> bool:
+        return self._at < len(self._ops)
+
+    def hold(self, ops: list[Op]) -> None:
+        """Hold ``ops`` (what was held before is dropped)."""
+        self._ops, self._at = ops, 0
+
+    def hold_read(self, read: LargeEvent) -> LargeEvent:
+        """Hold the ops of ``read``; ``read`` without them, for the pipeline to take."""
+        self.hold(read.ops or [])
+        return dataclasses.replace(read, ops=[])
+
+    def part(self, size: int | None = None) -> list[Op]:
+        """The next ``size`` held ops (None: all that are left), no longer held."""
+        end = len(self._ops) if size is None else min(len(self._ops), self._at + size)
+        part = self._ops[self._at : end]
+        self._at = end
+        if end >= len(self._ops):
+            self.hold([])
+        return part
+
+
 def note_untold(session: Session) -> int:
     """Name in ``session``'s notice how many calls its pipeline left out (counts only: no
     name, id or text of theirs); returns that count (0: nothing is said)."""
@@ -58,8 +91,7 @@ class HeldEvent:
     def __init__(self) -> None:
         self.event: ProviderEvent | None = None
         self.read: LargeEvent | None = None
-        self._ops: list[Op] = []  # what is left of a read's ops (next_part)
-        self._at = 0
+        self._left = OpsLeft()  # what is left of a read's ops (next_part)
 
     def hold(self, event: Any) -> bool:
         """Hold ``event`` when it is a large one not read yet: True, and the step stops."""
@@ -84,21 +116,16 @@ class HeldEvent:
         if read is None or not isinstance(pipeline, CappedPipeline):
             return partial(pipeline.feed, event)
         if sliced and read.ops:  # its ops wait in parts; what the pipeline does with the read, without them
-            self._ops, self._at = read.ops, 0
-            read = dataclasses.replace(read, ops=[])
+            read = self._left.hold_read(read)
         return partial(pipeline.take, read)
 
     def parts_left(self) -> bool:
         """Ops of a read event are still to apply (:meth:`next_part`)."""
-        return self._at < len(self._ops)
+        return bool(self._left)
 
     def next_part(self, pipeline: Pipeline) -> Callable[[], list[AssemblyEvent]]:
         """What applies the next :data:`OPS_STEP` held ops to ``pipeline``."""
-        part = self._ops[self._at : self._at + OPS_STEP]
-        self._at += len(part)
-        if self._at >= len(self._ops):
-            self._ops, self._at = [], 0
-        return partial(pipeline.apply_ops, part)
+        return partial(pipeline.apply_ops, self._left.part(OPS_STEP))
 
 
 async def read_held(session: Session) -> None:
