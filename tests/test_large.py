@@ -225,13 +225,13 @@ def parsed_outside_a_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The lengths of the large payloads parsed while no read holds the collector paused
     (a decoder's parse: its objects still alive, for the next collection to walk, once
     the parse is over)."""
-    from toollatch.wire import envelope
+    from toollatch.wire import collector, envelope
 
     outside: list[int] = []
     real = envelope._parse_large
 
     def watched(text: str) -> Any:
-        if envelope._pauses == 0:
+        if collector._pauses == 0:
             outside.append(len(text))
         return real(text)
 

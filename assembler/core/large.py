@@ -34,7 +34,8 @@ from toollatch.core.pipeline import Pipeline
 from toollatch.dialects import ADAPTERS, DialectAdapter, detect, make_adapter
 from toollatch.redaction.redact import AssemblyEvent
 from toollatch.wire.capture import FRAME_PAYLOAD, UNPARSED, ProviderEvent, _parse_payload, frame_event
-from toollatch.wire.envelope import LARGE_PAYLOAD_CHARS, collector_paused
+from toollatch.wire.collector import collector_paused
+from toollatch.wire.envelope import LARGE_PAYLOAD_CHARS
 from toollatch.wire.jsonarray import ARRAY_ELEMENT, element_event  # the dashboard's decoders leave payloads over it for read_large_event
 
 __all__ = ["CALLS_FOLLOWED", "LARGE_PAYLOAD_CHARS", "CappedPipeline", "LargeEvent", "cap_new_calls", "is_large", "read_large_event", "read_now", "read_unparsed", "reader"]
@@ -114,7 +115,7 @@ def read_large_event(
     it feeds the pipeline's adapter (or a new one, for the first event), never the pipeline
     itself (:meth:`~toollatch.core.pipeline.Pipeline.held_ops` on one made for it: framing
     notes and adapter faults as the pipeline makes them)."""
-    with collector_paused():  # a million objects built and let go: no collection walks them meanwhile
+    with collector_paused():  # a million objects built and let go: walked in small steps, never all at once
         return _read(event, state, known, keep, name, earlier)
 
 

@@ -5,15 +5,14 @@ Every framing (SSE, JSON Lines) parses each event's payload text once; this is t
 
 from __future__ import annotations
 
-import gc
 import json
 import json.scanner
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import orjson
+
+from toollatch.wire.collector import collector_paused
 
 __all__ = ["LARGE_PAYLOAD_CHARS", "collector_paused", "parse_envelope", "parse_plain", "read_is_plain"]
 
@@ -47,33 +46,6 @@ def _stdlib_parse(text: str) -> Any:
 LARGE_PAYLOAD_CHARS = 512 * 1024
 
 
-_pause_lock = threading.Lock()
-_pauses = 0  # collector_paused blocks running now, in any thread
-_was_enabled = True
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector (process-wide; nested and concurrent pauses
-    are counted, and it runs again once the last ends, if it ran before the first began).
-    For building one structure of up to millions of objects (a payload of megabytes
-    parsed, then read by its dialect adapter): each automatic collection meanwhile walks
-    every object alive, the ones being built too, though none of them is garbage; a full
-    one holds the GIL, every thread of the process stopped, for half a second and more.
-    Reference counting frees them as usual when they are let go."""
-    global _pauses, _was_enabled
-    with _pause_lock:
-        if _pauses == 0:
-            _was_enabled = gc.isenabled()
-            gc.disable()
-        _pauses += 1
-    try:
-        yield
-    finally:
-        with _pause_lock:
-            _pauses -= 1
-            if _pauses == 0 and _was_enabled:
-                gc.enable()
 
 
 def _parse_large(text: str) -> Any:
