@@ -47,7 +47,7 @@ from toollatch.web.replay.session import Session
 from toollatch.web.settings import Settings
 from toollatch.web.triage.sources import SourceError
 from toollatch.web.live.reading import reproducer_without
-from toollatch.web.store import Store
+from toollatch.web.store import Store, StoredSource
 
 log = logging.getLogger("toollatch.web")
 
@@ -79,7 +79,7 @@ def _stored_meta(store: Store, session: Session) -> dict[str, Any] | None:
 
 async def session_triage(session: Session, store: Store) -> dict[str, Any]:
     """The ``triage`` member of a session's JSON twin."""
-    return await triage.view(session, _stored_meta(store, session))
+    return await triage.view(session, await asyncio.to_thread(_stored_meta, store, session))
 
 
 def build_router(settings: Settings, sessions: SessionStore, store: Store, renderer: Renderer) -> APIRouter:
@@ -217,7 +217,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
                 raise SourceError(str(exc)) from None
             desc = {"id": ref, "kind": "session", "title": session.source.title, "url": f"/sessions/{ref}", "dialect": session.pipeline.dialect}
             return desc, results
-        stored = store.get(ref) if ref else None
+        stored = await asyncio.to_thread(store.get, ref) if ref else None
         if stored is None:
             raise SourceError(f"There is no session or stored source {ref!r}.", 404)
         source = await asyncio.to_thread(load_stored, stored, settings.config)
@@ -234,17 +234,23 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
         pairs = cmp.compare(ra, rb)
         return {"a": da, "b": db, "summary": cmp.summary(pairs), "streams": pairs}
 
-    def known(ref: str) -> bool:
+    def known(ref: str) -> bool:  # blocking (the store): off the event loop
         return bool(ref) and (sessions.get(ref) is not None or store.get(ref, with_body=False) is not None)
 
-    @router.get("/compare", response_class=HTMLResponse)
-    async def compare_page(request: Request) -> HTMLResponse:
-        a, b = request.query_params.get("a", "").strip()[:100], request.query_params.get("b", "").strip()[:100]
+    def choices(a: str, b: str) -> tuple[list[str], list[StoredSource]]:
+        """The unknown refs among ``a`` and ``b`` (as messages), and the stored sources the
+        dropdowns offer. Blocking (the store): off the event loop."""
         unknown = [f"{side.upper()}: there is no session or stored source {ref!r}." for side, ref in (("a", a), ("b", b)) if ref and not known(ref)]
         # The dropdowns list only real sessions and stored sources: an unknown id is never offered as one.
         stored = list(reversed(store.list()))[:MAX_COMPARE_CHOICES]
         listed = {o.id for o in stored}
         stored += [src for ref in (a, b) if ref and ref not in listed and sessions.get(ref) is None and (src := store.get(ref, with_body=False))]
+        return unknown, stored
+
+    @router.get("/compare", response_class=HTMLResponse)
+    async def compare_page(request: Request) -> HTMLResponse:
+        a, b = request.query_params.get("a", "").strip()[:100], request.query_params.get("b", "").strip()[:100]
+        unknown, stored = await asyncio.to_thread(choices, a, b)
         context: dict[str, Any] = {"a": a, "b": b, "sessions": sessions.all()[:MAX_COMPARE_CHOICES], "stored": stored, "doc": None, "error": None}
         status = 200
         if unknown:
