@@ -174,3 +174,35 @@ def test_the_first_event_counted_after_its_last_part_renders_the_status_and_back
 
     position, controls, status = asyncio.run(run())
     assert position == 1 and controls and status
+
+
+def test_the_status_names_the_event_being_applied_in_parts() -> None:
+    """Paused between two parts of a read event, the status bar says that the next event is
+    being applied (how many of its ops), as its calls' cards already show; once its last
+    part is applied it is counted, and the note goes."""
+    wire = one_event(6000)
+
+    async def run() -> tuple[list[str], str]:
+        settings = Settings()
+        renderer = Renderer(resource_dir("templates"), settings)
+        store = SessionStore(settings, renderer)
+        session = store.create(source_of(wire, "openai-chat"), autoplay=False)
+        while session.held.event is None and not session.status.done:
+            session.step(1, sliced=True)
+        await read_held(session)
+        session.step(1, sliced=True)  # fed: its ops wait in parts
+        notes: list[str] = []
+        while session.held.parts_left():
+            html = renderer.page("partials/_status.html", s=session, oob=False)
+            notes.append(" ".join(html[html.index("progress-text") : html.index("</progress>")].split()))
+            session.step(1, sliced=True)
+        html = renderer.page("partials/_status.html", s=session, oob=False)
+        await store.shutdown()
+        return notes, html
+
+    notes, after = asyncio.run(run())
+    assert len(notes) >= 2
+    assert all("event <strong>0</strong> of" in n and "event 1 being applied" in n for n in notes)
+    done = [int(n.split("being applied (")[1].split(" of ")[0].replace(",", "")) for n in notes]
+    assert done == sorted(done) and done[-1] > 0 and len(set(done)) == len(done)
+    assert "being applied" not in after and "event <strong>1</strong> of" in after

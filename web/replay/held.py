@@ -60,6 +60,10 @@ class OpsLeft:
         self.hold(read.ops or [])
         return dataclasses.replace(read, ops=[])
 
+    def progress(self) -> tuple[int, int]:
+        """``(ops applied, ops in all)`` of the event held (``(0, 0)``: none held)."""
+        return (self._at, len(self._ops)) if self else (0, 0)
+
     def part(self, size: int | None = None) -> list[Op]:
         """The next ``size`` held ops (None: all that are left), no longer held."""
         end = len(self._ops) if size is None else min(len(self._ops), self._at + size)
@@ -122,6 +126,11 @@ class HeldEvent:
     def parts_left(self) -> bool:
         """Ops of a read event are still to apply (:meth:`next_part`)."""
         return bool(self._left)
+
+    def applied(self) -> tuple[int, int] | None:
+        """``(ops applied, ops in all)`` of the read event being applied a part a step (it is
+        counted once its last part is: the status names it meanwhile); None when there is none."""
+        return self._left.progress() if self._left else None
 
     def next_part(self, pipeline: Pipeline) -> Callable[[], list[AssemblyEvent]]:
         """What applies the next :data:`OPS_STEP` held ops to ``pipeline``."""

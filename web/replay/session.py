@@ -266,10 +266,10 @@ class Session:
                 return taken
             if self.held.parts_left():  # a large event's ops, a part a step (held.py)
                 self._guard(self.held.next_part(self.pipeline))
+                self.progressed()  # the status names the part applied (_status.html)
                 if self.status.done or (sliced and self.held.parts_left()):
                     return taken
                 if not self.held.parts_left():  # the event is fed whole: counted now
-                    self.progressed()
                     if self.position == 0:
                         self.pending.controls = True  # the first event: ◀ Back becomes possible
                     self.position += 1
