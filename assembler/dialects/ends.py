@@ -110,6 +110,10 @@ def shown_reason(reason: str) -> str:
     return shown_word(reason, "reason")
 
 
+#: One op per normal end detail, shared by every stream that ends so (ops are never changed).
+_NORMAL_ENDS: dict[str | None, StreamEnd] = {}
+
+
 def end_ops(field: str, reasons: Iterable[str], normal: str | None, *, floor: EndKind = "complete") -> list[Op]:
     """The ops that end a stream whose provider gave ``reasons`` in ``field``.
 
@@ -123,7 +127,13 @@ def end_ops(field: str, reasons: Iterable[str], normal: str | None, *, floor: En
     reasons that decided, comma-separated), after any quirk.
     """
     if floor == "complete" and type(reasons) is list and COMPLETE.issuperset(reasons):
-        return [StreamEnd(normal)]  # the common end: every reason a normal one, nothing to record
+        # the common end: every reason a normal one, nothing to record
+        end = _NORMAL_ENDS.get(normal)
+        if end is None:
+            end = StreamEnd(normal)
+            if len(_NORMAL_ENDS) < 16:  # an adapter's own few details ("[DONE]", "message_stop"...)
+                _NORMAL_ENDS[normal] = end
+        return [end]
     ops: list[Op] = []
     worst: EndKind = floor
     named: dict[EndKind, list[str]] = {"complete": [], "truncated": [], "error": []}
