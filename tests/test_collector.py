@@ -38,10 +38,12 @@ def wait_for(condition: object, seconds: float = 10.0) -> bool:
 
 def test_pauses_nest_and_overlap_and_the_collector_runs_again_after_the_last() -> None:
     inner_done = threading.Event()
+    entered = threading.Event()
     outer_may_end = threading.Event()
 
     def other_thread() -> None:
         with collector_paused():
+            entered.set()
             outer_may_end.wait(5)
         inner_done.set()
 
@@ -52,6 +54,7 @@ def test_pauses_nest_and_overlap_and_the_collector_runs_again_after_the_last() -
         assert not gc.isenabled()
         worker = threading.Thread(target=other_thread)
         worker.start()
+        assert entered.wait(5)
     assert not gc.isenabled()  # the other thread's pause still runs
     outer_may_end.set()
     worker.join(5)
@@ -83,3 +86,17 @@ def test_no_step_runs_where_the_collector_was_off() -> None:
         time.sleep(10 * collector.STEP_SECONDS)
         assert gc.get_count()[0] >= 3 * STEP_OBJECTS  # nothing collected them
     assert not gc.isenabled() and len(keys) == 3 * STEP_OBJECTS
+
+
+def test_a_pause_whose_stepper_cannot_start_still_turns_the_collector_on_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled() and collector._pauses == 0
+    monkeypatch.undo()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()

@@ -4,12 +4,19 @@ A payload of megabytes parsed, then read by its dialect adapter, builds up to mi
 objects in one go. Each automatic collection meanwhile walks every object alive, the ones
 being built too, though none of them is garbage; a full one holds the GIL, every thread of
 the process stopped, for half a second and more. :func:`collector_paused` turns automatic
-collections off for the build, and a stepper thread collects the young objects in small
-steps meanwhile (:data:`STEP_OBJECTS` at a time), so that when the pause ends no
+collections off for the build, and a stepper thread collects the youngest generation in
+small steps meanwhile (:data:`STEP_OBJECTS` at a time), so that when the pause ends no
 collection has to walk all of what was built at once: tuples of scalars (an adapter's
-call keys) are untracked as they are walked, other survivors are already in the oldest
-generation. Every step holds the GIL for about a millisecond; one collection of the
+call keys) are untracked as they are walked, and a container made early in the build (an
+adapter's tables) moves to the middle generation while still small, so no later step
+walks it again. Every step holds the GIL for about a millisecond; one collection of the
 100,000 call keys an event of 100,000 tool calls leaves behind held it for 20-60 ms.
+
+What the steps do not remove: the other objects that survive the build (a dialect's own
+record per call) wait in the middle generation, and the first automatic collection of it
+after the pause walks them all at once (a full collection of them would follow as
+usual; collecting the middle generation in the steps instead only brings that full one
+forward). ``benchmarks/collector_pauses.py`` gives the longest single collection either way.
 """
 
 from __future__ import annotations
@@ -45,10 +52,15 @@ def collector_paused() -> Iterator[None]:
         if _pauses == 0:
             _was_enabled = gc.isenabled()
             gc.disable()
-            if _was_enabled:
-                _stop = threading.Event()
-                threading.Thread(target=_step, args=(_stop,), name="toollatch-collector-step", daemon=True).start()
         _pauses += 1
+        if _pauses == 1 and _was_enabled:
+            stop = threading.Event()
+            try:
+                threading.Thread(target=_step, args=(stop,), name="toollatch-collector-step", daemon=True).start()
+            except RuntimeError:  # no thread to be had (a process at its limit): a pause without steps
+                pass
+            else:
+                _stop = stop
     try:
         yield
     finally:
@@ -63,9 +75,9 @@ def collector_paused() -> Iterator[None]:
 
 
 def _step(stop: threading.Event) -> None:
-    """Collect the two young generations whenever :data:`STEP_OBJECTS` young objects are
-    waiting, until ``stop`` is set. The middle generation is collected too so that it never
-    grows: each step walks only what was made since the one before."""
+    """Collect the youngest generation whenever :data:`STEP_OBJECTS` objects are waiting in
+    it, until ``stop`` is set: each step walks only what was made since the one before (its
+    survivors move to the middle generation)."""
     while not stop.wait(STEP_SECONDS):
         if gc.get_count()[0] >= STEP_OBJECTS:
             gc.collect(0)
