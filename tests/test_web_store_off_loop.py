@@ -5,6 +5,7 @@ stream the dashboard forwards) must not wait with it."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import threading
 import time
@@ -120,3 +121,30 @@ def test_the_loop_answers_while_a_save_holds_the_store(client: TestClient) -> No
     live.join(10)
     assert "live" in held_while and "index" not in held_while  # the index waited, in its thread
     assert answered["index"] >= answered["live"]
+
+
+def test_requests_waiting_for_the_store_leave_the_loops_threads_to_other_work(client: TestClient) -> None:
+    """More requests wait for a held store than the loop's default pool has threads: they
+    wait in the store's own threads, and work that needs a thread but not the store (the
+    captures folder listed for /api/sources) is done meanwhile."""
+    store: Store = client.app.state.sources  # type: ignore[attr-defined]
+    waiting = min(32, (os.cpu_count() or 1) + 4) + 2  # the default pool's size (ThreadPoolExecutor), and more
+    answered: list[str] = []
+
+    def request(url: str) -> None:
+        client.get(url, headers={"accept": "text/html"})
+        answered.append(url)
+
+    threads = [threading.Thread(target=request, args=("/api/stored",), daemon=True) for _ in range(waiting)]
+    other = threading.Thread(target=request, args=("/api/sources",), daemon=True)
+    with store._lock:  # noqa: SLF001 - a save holding the store
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)  # every one of them is waiting for the store now
+        other.start()
+        other.join(5)
+        held_while = list(answered)
+    for thread in [other, *threads]:
+        thread.join(10)
+    assert held_while == ["/api/sources"]
+    assert len(answered) == waiting + 1

@@ -12,15 +12,20 @@ Request headers and cookies are never stored: callers pass only the body and the
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 #: The file name of the database inside the data directory.
 DB_NAME = "toollatch.sqlite3"
@@ -82,6 +87,10 @@ class Store:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.data_dir / DB_NAME
         self._lock = threading.Lock()
+        #: The threads the event loop's calls run in (:meth:`off_loop`): the store's own, so
+        #: that requests waiting for it (a save of 50 MiB holds its lock) never take up the
+        #: loop's default pool, which other work (the proxy's) needs meanwhile.
+        self._threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="toollatch-store")
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         with self._lock:
             self._conn.execute("PRAGMA journal_mode=WAL")
@@ -91,8 +100,14 @@ class Store:
 
     def close(self) -> None:
         """Close the connection; the store is unusable afterwards."""
+        self._threads.shutdown(wait=False, cancel_futures=True)
         with self._lock:
             self._conn.close()
+
+    async def off_loop(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """``fn(*args, **kwargs)`` (a call that reaches this store: its queries wait for its
+        lock) run in one of the store's own threads, awaited: how the event loop calls it."""
+        return await asyncio.get_running_loop().run_in_executor(self._threads, partial(fn, *args, **kwargs))
 
     def save(
         self,

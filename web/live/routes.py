@@ -125,7 +125,7 @@ def _router(
         """``(stored, body, media type, suffix)`` of a session's recording download, or an error page."""
         session = store.get(sid)
         rid = getattr(getattr(session, "live_source", None), "recording", None)
-        stored = await asyncio.to_thread(sources.get, rid) if rid else None  # SQLite, a body of megabytes
+        stored = await sources.off_loop(sources.get, rid) if rid else None  # SQLite, a body of megabytes
         if stored is None or stored.body is None:
             return error_page("No recording", f"Session {sid!r} has no recording (yet).", 404)
         if stored.meta.get("download") != "as_received":  # a call did not commit: its text is never served
@@ -159,7 +159,7 @@ def _router(
 
     @router.post("/recordings/{rid}/replay")
     async def replay(rid: str, request: Request) -> Response:
-        stored = await asyncio.to_thread(sources.get, rid)
+        stored = await sources.off_loop(sources.get, rid)
         if stored is None or stored.kind != "recording":
             return error_page("No recording", f"There is no recording {rid!r}.", 404)
         try:  # a pass over the recording's bytes (its check): off the event loop

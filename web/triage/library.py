@@ -9,8 +9,9 @@ Routes:
   ``GET /api/stored/{id}`` one source's metadata (never its body), ``DELETE`` removes it.
 
 The index lists stored sources through the template global ``stored_listing(query)``, which
-the index route calls off the event loop (as every route here reaches the SQLite store: a
-query may wait for the store's lock while a worker thread saves a body of 50 MiB).
+the index route awaits: every route here reaches the SQLite store in the store's own threads
+(:meth:`~toollatch.web.store.Store.off_loop`), never on the event loop, since a query may
+wait for the store's lock while a worker thread saves a body of 50 MiB.
 :func:`receive_upload` reads the upload form (a file *or* pasted text, an optional tools
 file) for ``POST /sessions/upload`` in :mod:`toollatch.web.pages.routes`.
 """
@@ -164,7 +165,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
     """Routes for stored sources; also registers the ``stored_listing`` template global."""
     router = APIRouter()
     renderer.env.globals.update(
-        stored_listing=lambda query=None: listing(store, query),
+        stored_listing=lambda query=None: store.off_loop(listing, store, query),  # awaited by the index route
         format_label=lambda fmt: FORMAT_LABELS.get(str(fmt), str(fmt or "?")),
         age=_age,
     )
@@ -174,7 +175,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
 
     @router.get("/sources/{source_id}")
     async def permalink(source_id: str) -> Response:
-        stored = await asyncio.to_thread(store.get, source_id)  # a body of up to 50 MiB; the store's lock may wait on a save
+        stored = await store.off_loop(store.get, source_id)  # a body of up to 50 MiB; the store's lock may wait on a save
         if stored is None:
             return error_page("Source not found", f"There is no stored source {source_id!r}; it may have been deleted.", 404)
         try:
@@ -186,24 +187,24 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
 
     @router.post("/sources/{source_id}/delete")
     async def delete(source_id: str) -> Response:
-        if not await asyncio.to_thread(store.delete, source_id):
+        if not await store.off_loop(store.delete, source_id):
             return error_page("Source not found", f"There is no stored source {source_id!r}.", 404)
         return RedirectResponse("/#stored", status_code=303)
 
     @router.get("/api/stored")
     async def api_listing(request: Request) -> dict[str, Any]:
-        return await asyncio.to_thread(listing, store, dict(request.query_params))
+        return await store.off_loop(listing, store, dict(request.query_params))
 
     @router.get("/api/stored/{source_id}")
     async def api_source(source_id: str) -> JSONResponse:
-        stored = await asyncio.to_thread(lambda: store.get(source_id, with_body=False))
+        stored = await store.off_loop(store.get, source_id, with_body=False)
         if stored is None:
             return JSONResponse({"error": f"no stored source {source_id!r}"}, status_code=404)
         return JSONResponse(source_json(stored))
 
     @router.delete("/api/stored/{source_id}")
     async def api_delete(source_id: str) -> JSONResponse:
-        if not await asyncio.to_thread(store.delete, source_id):
+        if not await store.off_loop(store.delete, source_id):
             return JSONResponse({"error": f"no stored source {source_id!r}"}, status_code=404)
         return JSONResponse({"deleted": source_id})
 

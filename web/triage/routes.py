@@ -79,7 +79,7 @@ def _stored_meta(store: Store, session: Session) -> dict[str, Any] | None:
 
 async def session_triage(session: Session, store: Store) -> dict[str, Any]:
     """The ``triage`` member of a session's JSON twin."""
-    return await triage.view(session, await asyncio.to_thread(_stored_meta, store, session))
+    return await triage.view(session, await store.off_loop(_stored_meta, store, session))
 
 
 def build_router(settings: Settings, sessions: SessionStore, store: Store, renderer: Renderer) -> APIRouter:
@@ -217,7 +217,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
                 raise SourceError(str(exc)) from None
             desc = {"id": ref, "kind": "session", "title": session.source.title, "url": f"/sessions/{ref}", "dialect": session.pipeline.dialect}
             return desc, results
-        stored = await asyncio.to_thread(store.get, ref) if ref else None
+        stored = await store.off_loop(store.get, ref) if ref else None
         if stored is None:
             raise SourceError(f"There is no session or stored source {ref!r}.", 404)
         source = await asyncio.to_thread(load_stored, stored, settings.config)
@@ -250,7 +250,7 @@ def build_router(settings: Settings, sessions: SessionStore, store: Store, rende
     @router.get("/compare", response_class=HTMLResponse)
     async def compare_page(request: Request) -> HTMLResponse:
         a, b = request.query_params.get("a", "").strip()[:100], request.query_params.get("b", "").strip()[:100]
-        unknown, stored = await asyncio.to_thread(choices, a, b)
+        unknown, stored = await store.off_loop(choices, a, b)
         context: dict[str, Any] = {"a": a, "b": b, "sessions": sessions.all()[:MAX_COMPARE_CHOICES], "stored": stored, "doc": None, "error": None}
         status = 200
         if unknown:
