@@ -6,23 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import threading
 import time
 import traceback
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from toollatch.web import Settings, create_app
 from toollatch.web.store import Store
 
-from .conftest import CAPTURES
+from .test_web_captures_listing import CAPTURE, client  # noqa: F401  (the fixture: an app with one capture in its folder)
 
-BASE = "http://127.0.0.1"
-CAPTURE = CAPTURES / "openai-chat" / "openai-gpt4o-mini-single.sse"
 BLOCKING = ("get", "list", "search", "delete", "save", "set_summary")
 
 
@@ -48,17 +43,6 @@ def on_loop(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     for name in BLOCKING:
         watch(name)
     return found
-
-
-@pytest.fixture
-def client(tmp_path: Path) -> Any:
-    if not CAPTURE.is_file():
-        pytest.skip(f"shared captures absent ({CAPTURE}): set TOOLLATCH_SHARED")
-    captures = tmp_path / "captures"
-    captures.mkdir()
-    shutil.copy(CAPTURE, captures / CAPTURE.name)
-    with TestClient(create_app(Settings(data_dir=tmp_path / "data", captures_dir=captures, mock_delay=0.0)), base_url=BASE) as client:
-        yield client
 
 
 def recorded(client: TestClient, sid: str) -> str:
