@@ -65,17 +65,35 @@ def test_pauses_nest_and_overlap_and_the_collector_runs_again_after_the_last() -
 def test_the_young_generation_is_walked_in_steps_during_a_pause() -> None:
     # 200,000 call keys (tuples of ints) built in one pause: without the steps every one of
     # them would wait, tracked, for the first collection after it
-    with collector_paused():
-        keys = []
-        for i in range(200_000):
-            keys.append((0, i, 0))
-            if i % 20_000 == 0:
-                time.sleep(0.003)  # the stepper's turn, as a reading thread gives the GIL up
-        assert wait_for(lambda: gc.get_count()[0] < STEP_OBJECTS)
-        assert not gc.isenabled()
+    generations: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and threading.current_thread().name == "toollatch-collector-step":
+            generations.append(info["generation"])
+
+    gc.callbacks.append(seen)
+    try:
+        with collector_paused():
+            keys = walk_in_steps()
+    finally:
+        gc.callbacks.remove(seen)
+    assert generations and set(generations) == {0}  # the youngest generation only: no step walks the older ones
     tracked = sum(gc.is_tracked(k) for k in keys)
     assert tracked <= STEP_OBJECTS * 2, tracked  # the steps untracked the rest (scalars only)
     assert gc.isenabled()
+
+
+def walk_in_steps() -> list[tuple[int, int, int]]:
+    """200,000 call keys built in a pause, given the stepper's turn now and then; returns
+    once the stepper has caught up."""
+    keys = []
+    for i in range(200_000):
+        keys.append((0, i, 0))
+        if i % 20_000 == 0:
+            time.sleep(0.003)  # the stepper's turn, as a reading thread gives the GIL up
+    assert wait_for(lambda: gc.get_count()[0] < STEP_OBJECTS)
+    assert not gc.isenabled()
+    return keys
 
 
 def test_no_step_runs_where_the_collector_was_off() -> None:
