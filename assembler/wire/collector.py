@@ -44,7 +44,7 @@ _stop: threading.Event | None = None  # set to end the stepper of the pauses run
 def collector_paused() -> Iterator[None]:
     """Pause Python's automatic cyclic garbage collection (process-wide; nested and
     concurrent pauses are counted, and it runs again once the last ends, if it ran before
-    the first began), collecting the young generation in steps of about
+    the first began), collecting the youngest generation in steps of about
     :data:`STEP_OBJECTS` objects meanwhile from a thread of its own (none if collection
     was off before). Reference counting frees objects as usual when they are let go."""
     global _pauses, _was_enabled, _stop

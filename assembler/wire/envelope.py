@@ -46,8 +46,6 @@ def _stdlib_parse(text: str) -> Any:
 LARGE_PAYLOAD_CHARS = 512 * 1024
 
 
-
-
 def _parse_large(text: str) -> Any:
     """``json.loads(text)`` by the standard library's pure-Python scanner (``json.loads``'
     reference implementation: the same values), for a payload of megabytes: ``json.loads``
