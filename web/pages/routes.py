@@ -47,11 +47,9 @@ def build_router(settings: Settings, store: SessionStore, renderer: Renderer) ->
     async def index_page(error: str | None = None, status: int = 200, query: Mapping[str, str] | None = None, paste: str = "") -> HTMLResponse:
         # the captures folder (any size), the mock's scenarios and the stored sources listed
         # (a SQLite query, which may wait for a save, in the store's own threads): read off the event loop
+        captures, listed = await asyncio.to_thread(lambda: (capture_list(settings.captures_dir), renderer.index_context()))
         stored_listing = renderer.env.globals.get("stored_listing")
-        (captures, listed), stored = await asyncio.gather(
-            asyncio.to_thread(lambda: (capture_list(settings.captures_dir), renderer.index_context())),
-            stored_listing(dict(query or {})) if callable(stored_listing) else asyncio.sleep(0, None),
-        )
+        stored = await stored_listing(dict(query or {})) if callable(stored_listing) else None
         html = renderer.page(
             "index.html",
             **listed,

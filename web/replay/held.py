@@ -61,8 +61,8 @@ class OpsLeft:
         return dataclasses.replace(read, ops=[])
 
     def progress(self) -> tuple[int, int]:
-        """``(ops applied, ops in all)`` of the event held (``(0, 0)``: none held)."""
-        return (self._at, len(self._ops)) if self else (0, 0)
+        """``(ops applied, ops in all)`` of the event held."""
+        return self._at, len(self._ops)
 
     def part(self, size: int | None = None) -> list[Op]:
         """The next ``size`` held ops (None: all that are left), no longer held."""
