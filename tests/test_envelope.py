@@ -158,8 +158,10 @@ def test_a_payload_over_the_large_limit_parses_as_json_loads() -> None:
         with pytest.raises(json.JSONDecodeError) as theirs:
             json.loads(bad)
         assert (ours.value.msg, ours.value.pos) == (theirs.value.msg, theirs.value.pos)
-    deep = "[" * 900 + " " * LARGE_PAYLOAD_CHARS + "]" * 900  # deeper than Python code recurses: the C parse
+    deep = "[" * 900 + " " * LARGE_PAYLOAD_CHARS + "]" * 900  # deeper than Python code recurses: parsed without it
     assert parse_envelope(deep) == json.loads(deep)
+    with pytest.raises(RecursionError):  # beyond deepjson.MAX_DEPTH
+        parse_envelope("[" * 901 + " " * LARGE_PAYLOAD_CHARS + "]" * 901)
 
 
 def test_other_threads_run_while_a_payload_of_megabytes_is_parsed() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from toollatch.wire import deepjson
 from toollatch.wire.collector import collector_paused
 
 __all__ = ["LARGE_PAYLOAD_CHARS", "collector_paused", "parse_envelope", "parse_plain", "read_is_plain"]
@@ -53,16 +54,20 @@ def _parse_large(text: str) -> Any:
     10 MB of small objects), which freezes every other thread of the process, an event
     loop too, while this one gives the GIL up every few milliseconds. Its errors are
     ``json.loads``' own (the same messages and positions); only nesting deeper than Python
-    code recurses (some 300 levels, where C goes on to about 1,000) is parsed again in C. The garbage collector is paused meanwhile (:func:`collector_paused`)."""
+    code recurses (some 300 levels) is parsed again, by :func:`toollatch.wire.deepjson.loads`:
+    Python code too, without recursion, which raises :class:`RecursionError` only beyond
+    :data:`~toollatch.wire.deepjson.MAX_DEPTH` levels (where ``json.loads`` in C goes on to
+    about 1,000 from a shallow stack). The garbage collector is paused meanwhile
+    (:func:`collector_paused`)."""
     if text.startswith("\ufeff"):
         return json.loads(text)  # refused at once, as json.loads words it
     decoder = json.JSONDecoder()  # one per call: the pure-Python scanner keeps a memo
     decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
-    try:
-        with collector_paused():
+    with collector_paused():
+        try:
             return decoder.decode(text)  # json.loads(text) but for the scanner: its errors too
-    except RecursionError:  # nested deeper than Python code recurses, not as deep as C does
-        return _stdlib_parse(text)
+        except RecursionError:  # nested deeper than Python code recurses
+            return deepjson.loads(text)
 
 
 def parse_envelope(text: str) -> Any:
@@ -80,7 +85,8 @@ def parse_envelope(text: str) -> Any:
     recursion limit, orjson only beyond 1024 levels). Duplicate keys keep the last value in both. Argument text is
     never parsed here: its adapters re-check the payload strictly. A payload over
     :data:`LARGE_PAYLOAD_CHARS` characters is parsed by the pure-Python scanner
-    (:func:`_parse_large`), which lets other threads run meanwhile.
+    (:func:`_parse_large`), which lets other threads run meanwhile; nested deeper than
+    :data:`~toollatch.wire.deepjson.MAX_DEPTH` (900) levels, it raises :class:`RecursionError`.
     """
     if len(text) > LARGE_PAYLOAD_CHARS:
         return _parse_large(text)
