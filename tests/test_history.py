@@ -131,8 +131,10 @@ def test_two_calls_with_one_id_cancelled_leave_one_entry_and_one_answer() -> Non
     _one_id_one_answer(result)
 
 
-def test_the_committed_record_of_an_id_is_the_one_kept() -> None:
-    """Pipelined: the first call_X fails (too long), the second commits at its block stop."""
+def test_a_later_call_with_the_id_of_a_failed_call_fails_too_and_the_id_is_answered_once() -> None:
+    """Pipelined: the first call_X fails (too long); the second, valid, reaches its block
+    stop while the first still carries the id, so it fails too (it once committed there):
+    one record kept, one error result."""
     events = [
         {"type": "message_start", "message": {"id": "m", "content": []}},
         *(
@@ -149,6 +151,7 @@ def test_the_committed_record_of_an_id_is_the_one_kept() -> None:
     data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
     config = AssembleConfig(execute_before_stream_end=True, allow_pipelined_execute=("pay",), max_tool_argument_bytes=12)
     (result,) = assemble_bytes(data, config=config)
-    assert [(c.state, c.repaired) for c in result.calls] == [(CallState.FAILED, True), (CallState.COMMITTED, False)]
-    assert result.results == []
+    assert [(c.state, c.repaired) for c in result.calls] == [(CallState.FAILED, False), (CallState.FAILED, True)]
+    assert result.calls[1].reason == "stream_error: call id used by more than one call"
+    assert [r.tool_call_id for r in result.results] == ["call_X"]
     _one_id_one_answer(result)

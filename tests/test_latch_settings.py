@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from toollatch import AssembleConfig, CallState, Pipeline, iter_capture
+from toollatch import AssembleConfig, CallState, Pipeline, iter_capture, read_capture
 from toollatch.core.calls import RunBudget
 from toollatch.core.history import build_history, check_protocol
 from toollatch.observe.metrics import Metrics
@@ -190,6 +190,56 @@ def test_a_pipelined_commit_keeps_its_tool_call_id_to_itself(end: str) -> None:
     history = build_history(result, {"toolu_same": ToolResult("toolu_same", False, "12 °C")})
     assert check_protocol(history) == []
     assert json.dumps(history).count('"toolu_same"') == 2  # one tool_use and its result: the execution's
+
+
+def test_a_pipelined_call_whose_id_a_later_open_call_carries_does_not_commit() -> None:
+    # Block 1 starts with block 0's id before block 0 stops: at block 0's latch two calls
+    # carry the id, so running it could run the id twice. Both fail; one result answers it.
+    # (Before, block 0 committed; the verdict then hung on which of the two stopped first.)
+    b0 = anthropic_tool_block(0, "toolu_same", "get_weather", ['{"city":"Oslo"}'])
+    b1 = anthropic_tool_block(1, "toolu_same", "get_weather", ['{"city":"Rome"}'])
+    events = [anthropic_message_start(), b0[0], b1[0], *b0[1:], *b1[1:], *anthropic_end()]
+    config = AssembleConfig(execute_before_stream_end=True, allow_pipelined_execute=("get_weather",))
+    (result,) = assemble_bytes(anthropic_sse(events), config=config)
+    assert states(result) == ["failed", "failed"]
+    assert {c.reason for c in result.calls} == {"stream_error: call id used by more than one call"}
+    assert [r.tool_call_id for r in result.results] == ["toolu_same"]
+
+
+@pytest.mark.parametrize("order", ["provider_index", "arrival"])
+def test_the_budget_goes_to_the_calls_that_opened_first_whatever_the_finalize_order(order: str) -> None:
+    events = [anthropic_message_start()]
+    events += anthropic_tool_block(3, "toolu_b", "second", ["{}"])  # opens first, higher index
+    events += anthropic_tool_block(1, "toolu_a", "first", ["{}"])
+    (result,) = assemble_bytes(anthropic_sse(events + anthropic_end()), config=AssembleConfig(finalize_order=order, max_tool_calls_per_run=1))
+    verdicts = {c.call_id: (c.state.value, (c.reason or "").split(":")[0]) for c in result.calls}
+    assert verdicts == {"toolu_b": ("committed", ""), "toolu_a": ("failed", "budget_exceeded")}
+
+
+@pytest.mark.parametrize(("budget", "expected"), [(1, ["committed", "failed"]), (2, ["committed", "committed"])])
+def test_a_pipelined_call_leaves_the_budget_to_calls_opened_before_it(budget: int, expected: list[str]) -> None:
+    # Block 0 (not pipelined) waits for the stream end; block 1 (pipelined) stops first.
+    # With room for one call only, block 1 waits for the end too, where block 0, opened
+    # first, takes the room. (Before, block 1 took it at its stop and block 0 failed.)
+    b0 = anthropic_tool_block(0, "toolu_a", "slow", ["{}"])
+    b1 = anthropic_tool_block(1, "toolu_b", "get_weather", ['{"city":"Oslo"}'])
+    events = [anthropic_message_start(), *b0, *b1, *anthropic_end()]
+    config = AssembleConfig(execute_before_stream_end=True, allow_pipelined_execute=("get_weather",), max_tool_calls_per_run=budget)
+    pipeline = Pipeline(config=config)
+    seen: list[str] = []  # each verdict, and whether the stream had ended when it came
+    ended = False
+    for event in read_capture(anthropic_sse(events), "cap"):
+        for ev in pipeline.feed(event):
+            ended = ended or ev.kind == "stream_end"
+            if ev.kind == "state" and ev.call is not None and ev.call.state in (CallState.COMMITTED, CallState.FAILED):
+                seen.append(f"{ev.call.call_id} {ev.call.state.value} {'end' if ended or event.event == 'message_stop' else 'early'}")
+    pipeline.close()
+    (result,) = pipeline.results()
+    assert states(result) == expected
+    if budget == 1:  # both judged at the end, block 0 first
+        assert seen == ["toolu_a committed end", "toolu_b failed end"]
+    else:  # room for both: block 1 commits at its stop
+        assert seen == ["toolu_b committed early", "toolu_a committed end"]
 
 
 def test_without_pipelining_two_calls_with_one_id_both_fail_with_one_result() -> None:

@@ -28,6 +28,7 @@ from toollatch.core.model import (
     BlockStop,
     CallIdentity,
     CallKey,
+    CallsLeftOut,
     CallOutcome,
     CallStart,
     CallTruncated,
@@ -110,6 +111,10 @@ class Assembler:
         # streams (an id there never commits again)
         self._committed_ids: set[str] = set()
         self._run_ids = self._committed_ids if committed_ids is None else committed_ids
+        # how many client calls of the stream carry each tool_call_id (identity.hold)
+        self._holders: dict[str, int] = {}
+        # calls a reader left out: key -> (tool_call_id, client call?) (identity.left_out)
+        self._left_out: dict[CallKey, tuple[str | None, bool]] | None = None
         # A provider key reused by a *different* call: later ops for it go to the new record.
         self._alias: dict[CallKey, CallKey] = {}
         self._reused: dict[CallKey, int] = {}  # provider key -> next suffix to try for a new call there
@@ -192,6 +197,10 @@ class Assembler:
             if not seen and self.emit_events:
                 self._emit(out, "quirk", detail=name)
             return out
+        if kind is CallsLeftOut:  # no record and no state: counted ids only, until the end
+            if self._end is None:
+                identity.left_out(self, op, out)  # type: ignore[arg-type]
+            return out
         if kind not in _HANDLERS and kind is not StreamStart:
             raise TypeError(f"Assembler.apply takes an op (toollatch.core.model.Op), not {kind.__qualname__}")
         if not self.began:
@@ -216,7 +225,7 @@ class Assembler:
         call = self._calls.get(self._alias.get(op.key, op.key))
         if call is not None and call.machine.state is OPEN:
             self._move(call, ARGS_DONE, out)
-            if call.executor == "client" and self.config.pipelined(call.name):
+            if call.executor == "client" and self.config.pipelined(call.name) and stream_end.latches_now(self, call):
                 # Pipelined commit: the block stopped and its key accepts no more
                 # fragments; only tools the configuration names may skip the stream end.
                 stream_end.latch(self, call, out)
@@ -315,6 +324,7 @@ class Assembler:
             keep_one_record_per_id(self._calls.values(), by_key=self.config.finalize_order != "arrival")
         self._end, self._end_detail = end, detail
         self.ended = True
+        self._left_out = None  # no latch is left to count them for
         if self.emit_events:
             self._emit(out, "stream_end", end=end, detail=detail)
 

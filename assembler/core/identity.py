@@ -6,7 +6,9 @@ go to. A call's key may be reused by a different call (another tool_call_id at t
 position): the two are never merged, the older call fails and the newer one gets a fresh
 key. A tool_call_id already committed in the run is refused at once; a name that changes
 mid-call fails the call ``name_conflict``. Ids and names that were not valid Unicode are
-remembered for the latch (:mod:`toollatch.core.stream_end`).
+remembered for the latch (:mod:`toollatch.core.stream_end`), and so is how many client
+calls of the stream carry each tool_call_id (``Assembler._holders``: the latch fails a
+call whose id another call carries), calls a reader left out included (:func:`left_out`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from toollatch.core import stream_end
 from toollatch.core.calls import CallRecord
-from toollatch.core.model import OPEN, TERMINAL_STATES, CallIdentity, CallStart, Reason, Transition
+from toollatch.core.model import OPEN, TERMINAL_STATES, CallIdentity, CallKey, CallsLeftOut, CallStart, Reason, Transition
 from toollatch.redaction.redact import AssemblyEvent
 
 #: Builds a :class:`Transition` from a tuple of its fields without its Python-level ``__new__``.
@@ -47,6 +49,8 @@ def start(asm: Assembler, op: CallStart, out: list[AssemblyEvent]) -> None:
         asm._reused[op.key] = n + 1
         key = asm._alias[op.key] = op.key + (n,)
     call = CallRecord(key, op.call_id or None, op.name or None, op.executor, op.whole_arguments)
+    if call.call_id and op.executor == "client":
+        hold(asm, call.call_id)
     if op.not_unicode:
         call.not_unicode = op.not_unicode
     call.item = op.item
@@ -81,11 +85,16 @@ def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None
     if op.call_id:
         if call.call_id is None:
             call.call_id, changed = op.call_id, True
+            if call.executor == "client":
+                hold(asm, op.call_id)
             if "call_id" in op.not_unicode:
                 call.not_unicode += ("call_id",)
         elif op.call_id == call.call_id:
             asm._quirk("id_repeated", out)
         elif op.final and call.machine.state not in TERMINAL_STATES:
+            if call.executor == "client":
+                hold(asm, call.call_id, -1)
+                hold(asm, op.call_id)
             call.call_id, changed = op.call_id, True
             call.not_unicode = tuple(f for f in call.not_unicode if f != "call_id") + (("call_id",) if "call_id" in op.not_unicode else ())
             asm._quirk("call_id_replaced", out)
@@ -107,6 +116,41 @@ def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None
         asm._emit(out, "identity", call)
         if call.call_id in asm._run_ids and call.executor == "client" and call.machine.state not in TERMINAL_STATES:
             stream_end.refuse_reused_id(asm, call, out)
+
+
+def hold(asm: Assembler, call_id: str, count: int = 1) -> None:
+    """Count one more (``count`` 1) or one fewer (-1) client call of the stream carrying ``call_id``."""
+    holders = asm._holders
+    holders[call_id] = holders.get(call_id, 0) + count
+
+
+def left_out(asm: Assembler, op: CallsLeftOut, out: list[AssemblyEvent]) -> None:
+    """The identity ops of calls a reader left out (:class:`~toollatch.core.model.CallsLeftOut`):
+    no record, but each tool_call_id they give a client call is counted as :func:`start`
+    and :func:`identity` would count it (a start with another id at a key is another call;
+    an id is replaced only by a ``final`` one), so the latch judges the calls followed as
+    it would with every call there. A call left out has no state here: a ``final`` id
+    replaces its first one even where the call had already failed, and there :func:`identity`
+    would keep the first."""
+    known = asm._left_out
+    if known is None:
+        known = asm._left_out = {}
+    for each in op.ops:
+        key, call_id = each.key, each.call_id
+        seen = known.get(key)
+        if seen is None or (type(each) is CallStart and call_id and seen[0] and call_id != seen[0]):
+            client = each.executor == "client" if type(each) is CallStart else True
+            known[key] = (call_id, client)
+            if call_id and client:
+                hold(asm, call_id)
+        elif call_id and seen[1] and call_id != seen[0]:
+            if seen[0] is None:
+                known[key] = (call_id, True)
+                hold(asm, call_id)
+            elif type(each) is CallIdentity and each.final:
+                hold(asm, seen[0], -1)
+                known[key] = (call_id, True)
+                hold(asm, call_id)
 
 
 def renamed(first: str, later: str, quoted: bool = True) -> str:

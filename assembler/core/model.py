@@ -25,6 +25,7 @@ from toollatch.core.ops import (  # noqa: F401
     ArgsNotStrict,
     BlockStop,
     CallIdentity,
+    CallsLeftOut,
     CallStart,
     CallTruncated,
     Cancel,

@@ -280,6 +280,18 @@ class Quirk:
             self.name = escape_surrogates(name)
 
 
+@dataclass(frozen=True, slots=True)
+class CallsLeftOut:
+    """The identity ops (:class:`CallStart`, :class:`CallIdentity`) of calls a reader left
+    out of its assembly (:class:`toollatch.core.large.CappedPipeline`, which follows an
+    input's first calls only), in the place they had among the ops. No call record is
+    made; the tool_call_ids they name count as carried by calls of the stream, as they
+    would be for the library's own readers, so a followed call that shares its id with a
+    call left out gets the same verdict (``call id used by more than one call``)."""
+
+    ops: tuple[CallStart | CallIdentity, ...]
+
+
 Op: TypeAlias = (
     StreamStart
     | CallStart
@@ -294,4 +306,5 @@ Op: TypeAlias = (
     | StreamError
     | Cancel
     | Quirk
+    | CallsLeftOut
 )

@@ -8,7 +8,9 @@ configuration pipelines its tool). Every function takes the Assembler whose call
 judges, the op or call, and the list the assembly events go to.
 
 The latch (DESIGN.md): a call commits only when ``call_id`` and ``name`` are present and
-valid Unicode, its tool_call_id answers no call already committed in the run, the whole
+valid Unicode, its tool_call_id answers no call already committed in the run and no other
+call of the stream carries it (whatever that call's state: so a call's verdict never
+depends on whether a later call with its id committed first), the whole
 argument text is strict JSON, an object and passes the tool's schema (when a registry is
 given), and the run's budget of committed calls is not spent. A call that fails gets one
 reason; a stream that ends any other way fails (or cancels) every call still open.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toollatch.core.calls import CallRecord, shared_ids
+from toollatch.core.calls import CallRecord
 from toollatch.core.finalize import Verdict, check_arguments, check_json
 from toollatch.core.model import (
     ARGS_COMPLETE,
@@ -42,17 +44,19 @@ if TYPE_CHECKING:
 
 
 def finish_complete(asm: Assembler, op: StreamEnd, out: list[AssemblyEvent]) -> None:
-    """The stream ended normally: every call not yet terminal reaches the latch, in
-    ``finalize_order``; calls sharing one tool_call_id fail first."""
+    """The stream ended normally: every call not yet terminal reaches the latch, in the
+    order the calls opened (so the run's budget and the schema checks' time go to the
+    calls that opened first, whatever ``finalize_order`` says of the finalized message);
+    calls sharing one tool_call_id fail first."""
     asm._ended_at = asm._clock()
     found = holders(asm, op.detail, op.words) if op.words else {}  # before the latch releases the buffers
-    calls = asm._ordered()
-    shared = shared_ids(calls) if len(calls) > 1 else None  # a tool_call_id carried by more than one client call
+    calls = list(asm._calls.values())  # opened first, first
+    carried = asm._holders  # client calls carrying each tool_call_id
     # the schema checks of all the calls latched here, together (no registry: no schema check)
     budget = CheckBudget() if asm.registry is not None else None
     for call in calls:
         machine = call.machine
-        if shared and call.call_id in shared and machine.state not in TERMINAL_STATES:
+        if call.call_id and carried.get(call.call_id, 0) > 1 and call.executor == "client" and machine.state not in TERMINAL_STATES:
             if call.call_id in asm._run_ids:
                 refuse_reused_id(asm, call, out)
             else:  # One tool_call_id for two calls: running either could run the tool twice.
@@ -86,6 +90,9 @@ def latch(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], budget: Ch
     client = call.executor == "client"
     if client and call_id in asm._run_ids:
         refuse_reused_id(asm, call, out)
+        return
+    if client and asm._holders.get(call_id, 0) > 1:  # running it could run another call's id
+        asm._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
         return
     # the whole argument text, joined once (streamed fragments, else the text that came
     # whole with the start, else ""); the buffer is released
@@ -129,6 +136,28 @@ def latch(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], budget: Ch
         asm._run_ids.add(call_id)  # the same set when the stream stands alone
     if asm.metrics is not None and asm._ended_at is not None:
         asm.metrics.call_committed(asm.dialect, call.name, asm._clock() - asm._ended_at)
+
+
+def latches_now(asm: Assembler, call: CallRecord) -> bool:
+    """Whether a pipelined ``call`` (its block stopped) reaches the latch now rather than
+    at the stream's end: always, but under a run budget (``max_tool_calls_per_run``) whose
+    room left is needed by the client calls that opened before it and have no verdict
+    yet (server calls counted too: they only make it wait). Those keep their claim: such
+    a call waits for the stream's end, where calls are judged in the order they opened.
+    So a call's verdict never depends on a call that opened after it. Costs one step per
+    call opened after ``call``."""
+    budget = asm.budget
+    if budget.limit is None:
+        return True
+    after = 0  # calls opened after it, without a verdict
+    for other in reversed(asm._calls.values()):
+        if other is call:
+            break
+        if other.machine.state not in TERMINAL_STATES:
+            after += 1
+    earlier = asm._in_flight - 1 - after  # calls opened before it, without a verdict
+    room = budget.limit - budget.committed
+    return earlier <= 0 or room <= 0 or earlier < room  # no room at all: its verdict is known now
 
 
 def refuse_reused_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent]) -> None:
