@@ -12,7 +12,7 @@ import pytest
 
 from .conftest import CAPTURES, CASES, require_shared
 from toollatch.core.large import LARGE_PAYLOAD_CHARS, CappedPipeline, cap_new_calls, read_now, read_unparsed
-from toollatch.core.model import ArgsFragment, CallStart, Quirk, StreamEnd
+from toollatch.core.model import ArgsFragment, CallIdentity, CallsLeftOut, CallStart, Quirk, StreamEnd
 from toollatch.core.pipeline import Pipeline
 from toollatch.wire.capture import UNPARSED, CaptureError, ProviderEvent
 from toollatch.wire.intake import PushDecoder
@@ -115,8 +115,22 @@ def test_the_first_calls_an_event_opens_are_kept_and_known_calls_keep_every_op()
         ArgsFragment((0, 2), "{}"), ArgsFragment((0, 0), "{}"), ArgsFragment((0, 7), "{}"), StreamEnd("stop"),
     ]
     kept, left_out = cap_new_calls(ops, known={(0, 9)}, keep=2, earlier={(0, 7)})
-    assert kept == [ops[0], ops[1], ops[2], ops[3], ops[6], ops[8]]
+    # the start of the call left out stays where it was, as an id to count (CallsLeftOut)
+    assert kept == [ops[0], ops[1], ops[2], ops[3], CallsLeftOut((ops[4],)), ops[6], ops[8]]
     assert left_out == {(0, 2)}  # (0, 7) was left out before: dropped, not counted again
+
+
+def test_the_identity_ops_of_calls_left_out_are_told_in_place_in_small_groups() -> None:
+    from toollatch.core.large import TOLD_PER_OP
+
+    starts = [CallStart((0, i), f"c{i}", "f") for i in range(1, 2 * TOLD_PER_OP + 2)]
+    ops = [CallStart((0, 0), "a", "f"), *starts, ArgsFragment((0, 0), "{}"), CallIdentity((0, 1), "late"), CallIdentity((0, 2), None, "g"), StreamEnd("stop")]
+    kept, left_out = cap_new_calls(ops, known=(), keep=1)
+    told = [op for op in kept if type(op) is CallsLeftOut]
+    assert [len(t.ops) for t in told] == [TOLD_PER_OP, TOLD_PER_OP, 1, 1]  # a CallIdentity without an id is not told
+    assert [t.ops for t in told[:3]] == [tuple(starts[:TOLD_PER_OP]), tuple(starts[TOLD_PER_OP : 2 * TOLD_PER_OP]), (starts[-1],)]
+    assert kept[4] == ops[-4] and told[3].ops == (ops[-3],) and kept[-1] == ops[-1]
+    assert len(left_out) == len(starts)
 
 
 def openai_event(count: int) -> bytes:

@@ -22,10 +22,6 @@ from .test_large import threads_reading
 from .test_live_backlog import through_tee
 from .test_web_replay_held import replayed
 
-#: Known limits (strict: a fix makes the test pass, and its marker must go).
-pipelined_left_out = pytest.mark.xfail(strict=True, reason="BUG: a call left out that commits before the stream's end (execute_before_stream_end) still uses its tool_call_id in the library; the dashboard, which never assembled it, commits the shown call with the same id")
-
-
 def sse(docs: list[dict[str, Any]]) -> str:
     return "".join(f"event: {d['type']}\ndata: {json.dumps(d)}\n\n" for d in docs)
 
@@ -59,21 +55,46 @@ def both(raw: bytes, config: AssembleConfig | None = None) -> tuple[list[Any], l
     return out[0], out[1]
 
 
-@pipelined_left_out
-@pytest.mark.parametrize(("budget", "first_id", "reason"), [(None, f"t{KEEP + 20}", "stream_error")])
-def test_a_shown_call_gets_the_library_verdict_when_calls_left_out_commit_before_it(budget: int | None, first_id: str, reason: str) -> None:
-    """A pipelined call left out (the 1,020th) commits at its block end under the id of a shown call that commits at the stream end: the library FAILS the shown call (id already used), the dashboard shows it COMMITTED."""
-    config = AssembleConfig(execute_before_stream_end=True, allow_pipelined_execute=("f",), max_tool_calls_per_run=budget)
+SHOWN_ID = f"t{KEEP + 20}"  # the id of the 1,020th call, left out by the dashboard
+
+
+@pytest.mark.parametrize("pipelined", [True, False])
+@pytest.mark.parametrize(("budget", "first_id"), [(None, SHOWN_ID), (None, "zz"), (5, "zz"), (KEEP, "zz"), (KEEP + 10, "zz"), (KEEP + 10, SHOWN_ID), (3, SHOWN_ID)])
+def test_a_shown_call_gets_the_library_verdict_whatever_the_calls_left_out_do(pipelined: bool, budget: int | None, first_id: str) -> None:
+    """A shown call that commits at the stream end, then 1,039 calls the dashboard leaves 20
+    of: the shown call's verdict does not depend on calls that opened after it, pipelined
+    (committed at their block stop) or not, under a run budget or not, one of them with its
+    tool_call_id or not. Before, a call left out that committed first took the id (the
+    library FAILED the shown call, the dashboard showed it COMMITTED), or the budget."""
+    config = AssembleConfig(execute_before_stream_end=pipelined, allow_pipelined_execute=("f",) if pipelined else (), max_tool_calls_per_run=budget, max_tool_calls_in_flight_assemble=10**6)
     shown_first = [
         {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": first_id, "name": "g", "input": {}}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"b": 2}'}},
         {"type": "content_block_stop", "index": 0},
     ]
-    pipelined = [op for i in range(1, KEEP + 40) for op in anthropic_call(i, f"t{i}")]
-    raw = sse([anthropic_start(0, 0), *shown_first, *pipelined, *END]).encode()
+    pipelined_calls = [op for i in range(1, KEEP + 40) for op in anthropic_call(i, f"t{i}")]
+    raw = sse([anthropic_start(0, 0), *shown_first, *pipelined_calls, *END]).encode()
     full, shown = both(raw, config)
-    assert full[0][0][0] == first_id and full[0][0][1] == "failed" and full[0][0][2].startswith(reason)
-    assert shown[0][0] == full[0][0]
+    assert shown[0] == full[0][:KEEP]
+    if first_id == SHOWN_ID:  # two calls carry the id: neither may run
+        assert full[0][0] == (first_id, "failed", "stream_error: call id used by more than one call")
+        assert full[0][KEEP + 20] == (first_id, "failed", "stream_error: call id used by more than one call")
+    elif budget is not None:  # the budget goes to the calls that opened first
+        assert [c[1] for c in full[0]].count("committed") == min(budget, KEEP + 39)
+        assert full[0][0][1] == "committed"
+
+
+def test_a_call_left_out_in_the_same_event_as_a_pipelined_shown_call_counts_from_where_it_is() -> None:
+    """One message_start holding whole tool_use blocks: a shown block that commits at its own
+    stop, before a block left out with its id starts, keeps its commit in both (the later
+    one is refused); ids are counted where their ops are, not for the whole event at once."""
+    config = AssembleConfig(execute_before_stream_end=True, allow_pipelined_execute=("f",))
+    blocks = [{"type": "tool_use", "id": "dup" if i in (5, KEEP + 5) else f"t{i}", "name": "f", "input": {"a": i}} for i in range(KEEP + 10)]
+    start = {"type": "message_start", "message": {"id": "m1", "model": "c", "content": blocks, "stop_reason": None}}
+    full, shown = both(sse([start, *END]).encode(), config)
+    assert shown[0] == full[0][:KEEP]
+    assert full[0][5] == ("dup", "committed", None)
+    assert full[0][KEEP + 5][:2] == ("dup", "failed")
 
 
 def test_one_event_is_rechecked_strictly_once_not_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:

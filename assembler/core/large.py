@@ -29,7 +29,7 @@ import copy
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
-from toollatch.core.model import CallKey, Op
+from toollatch.core.model import CallIdentity, CallKey, CallsLeftOut, CallStart, Op
 from toollatch.core.pipeline import Pipeline
 from toollatch.dialects import ADAPTERS, DialectAdapter, detect, make_adapter
 from toollatch.redaction.redact import AssemblyEvent
@@ -38,7 +38,7 @@ from toollatch.wire.collector import collector_paused
 from toollatch.wire.envelope import LARGE_PAYLOAD_CHARS
 from toollatch.wire.jsonarray import ARRAY_ELEMENT, element_event  # the dashboard's decoders leave payloads over it for read_large_event
 
-__all__ = ["CALLS_FOLLOWED", "LARGE_PAYLOAD_CHARS", "CappedPipeline", "LargeEvent", "cap_new_calls", "is_large", "read_large_event", "read_now", "read_unparsed", "reader"]
+__all__ = ["CALLS_FOLLOWED", "LARGE_PAYLOAD_CHARS", "TOLD_PER_OP", "CappedPipeline", "LargeEvent", "cap_new_calls", "is_large", "read_large_event", "read_now", "read_unparsed", "reader"]
 
 
 def read_unparsed(event: ProviderEvent, name: str) -> ProviderEvent:
@@ -64,22 +64,50 @@ def cap_new_calls(
     ``(kept ops, keys left out)``. A call is new when its key is not in ``known`` (the
     keys the stream already has: :meth:`~toollatch.core.pipeline.Pipeline.call_keys`);
     ops of a key in ``earlier`` (calls left out before) are left out too, and not counted
-    again. Ops without a key (stream start, end, quirks) are always kept, in order."""
+    again. Ops without a key (stream start, end, quirks) are always kept, in order. The
+    :class:`~toollatch.core.model.CallStart` ops of the calls left out, and their
+    :class:`~toollatch.core.model.CallIdentity` ops that name an id, are kept as
+    :class:`~toollatch.core.model.CallsLeftOut` ops where they were, so the assembler
+    counts their tool_call_ids as the library's reader does (a call followed that shares
+    its id with one left out fails alike)."""
     kept: list[Op] = []
     opened: set[CallKey] = set()
     left_out: set[CallKey] = set()
+    told: list[CallStart | CallIdentity] = []  # identity ops of calls left out, since the last op kept
     for op in ops:
         key = getattr(op, "key", None)
         if key is None or key in opened or key in known:
+            if told:
+                _tell(kept, told)
             kept.append(op)
         elif key in left_out or key in earlier:
-            continue
+            if type(op) is CallStart or (type(op) is CallIdentity and op.call_id):  # type: ignore[union-attr]
+                told.append(op)  # type: ignore[arg-type]
         elif len(opened) < keep:
+            if told:
+                _tell(kept, told)
             opened.add(key)
             kept.append(op)
         else:
             left_out.add(key)
+            if type(op) is CallStart or (type(op) is CallIdentity and op.call_id):  # type: ignore[union-attr]
+                told.append(op)  # type: ignore[arg-type]
+    if told:
+        _tell(kept, told)
     return kept, left_out
+
+
+#: Identity ops of calls left out per :class:`~toollatch.core.model.CallsLeftOut` op: one
+#: such op costs the assembler about as much as this many ops of a call followed, so a
+#: part of an event applied between two yields of the event loop stays as short.
+TOLD_PER_OP = 32
+
+
+def _tell(kept: list[Op], told: list[CallStart | CallIdentity]) -> None:
+    """Append to ``kept`` the identity ops ``told`` of calls left out, in
+    :class:`~toollatch.core.model.CallsLeftOut` ops of at most :data:`TOLD_PER_OP`; empty ``told``."""
+    kept.extend(CallsLeftOut(tuple(told[i : i + TOLD_PER_OP])) for i in range(0, len(told), TOLD_PER_OP))
+    told.clear()
 
 
 @dataclass

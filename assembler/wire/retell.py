@@ -154,13 +154,29 @@ def retell_body(dialect: str | None, body: bytes, name: str = "response") -> tup
     return wire, problem
 
 
+def _capped(calls: tuple[WireCall, ...], max_calls: int) -> tuple[WireCall, ...]:
+    """The first ``max_calls`` of ``calls``, then the first call left out for each
+    tool_call_id those carry (at most ``max_calls`` more): two calls with one id both fail
+    (``call id used by more than one call``), and a call kept owes that verdict to a call
+    left out, so the one that shows it is told too."""
+    kept = list(calls[:max_calls])
+    ids = {call.call_id for call in kept if call.call_id}
+    for call in calls[max_calls:]:
+        if call.call_id in ids:
+            ids.discard(call.call_id)
+            kept.append(call)
+    return tuple(kept)
+
+
 def retell_capped(
     dialect: str | None, body: bytes, name: str = "response", max_calls: int | None = None
 ) -> tuple[bytes | None, str | None, int]:
     """:func:`retell_body` re-telling at most ``max_calls`` of the body's tool calls (the
-    first ones; ``None``: all): ``(stream bytes, None, untold)`` where ``untold`` counts the
+    first ones; ``None``: all; and, after them, the first call past them with the
+    tool_call_id of one of them, so a call told fails as it would among them all):
+    ``(stream bytes, None, untold)`` where ``untold`` counts the
     calls left out (0 when the body holds at most ``max_calls``), or ``(None, why, 0)``.
-    The stream, and the work of assembling it, are bounded by ``max_calls`` however many
+    The stream, and the work of assembling it, are bounded by ``2 * max_calls`` however many
     calls the body holds; reading the body itself is linear in its size. Pure (no shared
     state), so it may run in a worker thread."""
     if dialect not in MOCK_DIALECTS:
@@ -174,8 +190,9 @@ def retell_capped(
     try:
         script, valued = _read(dialect, doc, name)  # type: ignore[arg-type]
         if max_calls is not None and len(script.calls) > max_calls:
-            untold = len(script.calls) - max_calls
-            script = dataclasses.replace(script, calls=script.calls[:max_calls])
+            calls = _capped(script.calls, max_calls)
+            untold = len(script.calls) - len(calls)
+            script = dataclasses.replace(script, calls=calls)
         if valued:  # the lenient parse keeps the last of duplicate keys: re-read the body strictly
             strict_loads(bytes(body).decode("utf-8-sig"))
         wire = b"".join(stream_events(script, dialect))  # type: ignore[arg-type]
