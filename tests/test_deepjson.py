@@ -6,8 +6,6 @@ import json
 import json.scanner
 import random
 import sys
-import threading
-import time
 from typing import Any
 
 import pytest
@@ -16,7 +14,7 @@ from hypothesis import strategies as st
 
 from toollatch.wire.deepjson import MAX_DEPTH, loads
 
-from .test_envelope import json_values, outcome, same
+from .test_envelope import json_values, outcome, same, ticks_while
 
 
 def py_scanner_loads(text: str) -> Any:
@@ -126,18 +124,4 @@ def test_random_deep_mixes_as_json_loads(depth: int, seed: int) -> None:
 def test_other_threads_run_while_a_deep_payload_of_megabytes_is_parsed() -> None:
     """Pure Python from end to end: the thread gives the GIL up while it parses."""
     text = "[" * 800 + ",".join(['{"a": [1, 2.5, "x", null, true]}'] * 150_000) + "]" * 800
-    span: list[float] = []
-
-    def parse() -> None:
-        span.append(time.perf_counter())
-        loads(text)
-        span.append(time.perf_counter())
-
-    worker = threading.Thread(target=parse)
-    ticks: list[float] = []
-    worker.start()
-    while worker.is_alive():
-        ticks.append(time.perf_counter())
-        time.sleep(0.001)
-    worker.join()
-    assert len([t for t in ticks if span[0] < t < span[1]]) >= 5
+    assert ticks_while(lambda: loads(text)) >= 5

@@ -53,7 +53,12 @@ def _key(s: str, end: int, memo: dict[str, str]) -> tuple[str, int]:
         end = _w(s, end).end()
         if s[end : end + 1] != ":":
             raise JSONDecodeError("Expecting ':' delimiter", s, end)
-    end += 1
+    return key, _after_separator(s, end + 1)
+
+
+def _after_separator(s: str, end: int) -> int:
+    """The index past the whitespace at ``end``, just after a ``:`` or ``,`` (the decoder's
+    own steps: one or two characters looked at before the pattern)."""
     try:
         if s[end] in _WS:
             end += 1
@@ -61,7 +66,7 @@ def _key(s: str, end: int, memo: dict[str, str]) -> tuple[str, int]:
                 end = _w(s, end + 1).end()
     except IndexError:
         pass
-    return key, end
+    return end
 
 
 def _scalar(s: str, idx: int, nextchar: str) -> tuple[Any, int]:
@@ -182,12 +187,5 @@ def loads(s: str) -> Any:
                 continue
             if nextchar != ",":
                 raise JSONDecodeError("Expecting ',' delimiter", s, end - 1)
-            try:
-                if s[end] in _WS:
-                    end += 1
-                    if s[end] in _WS:
-                        end = _w(s, end + 1).end()
-            except IndexError:
-                pass
-            idx = end
+            idx = _after_separator(s, end)
             break
