@@ -179,17 +179,6 @@ def owed_results(calls: list[CallOutcome], committed_ids: set[str]) -> list[Tool
     return results
 
 
-def shared_ids(records: list[CallRecord]) -> set[str]:
-    """The tool_call_ids that more than one client call of ``records`` carries."""
-    shared: set[str] = set()
-    if len(records) > 1:
-        seen: set[str] = set()
-        for call in records:
-            if call.call_id and call.executor == "client":
-                (shared if call.call_id in seen else seen).add(call.call_id)
-    return shared
-
-
 def keep_one_record_per_id(records: Iterable[CallRecord], *, by_key: bool) -> None:
     """The finalized message holds each tool_call_id once, with one result.
 

@@ -76,22 +76,17 @@ def cap_new_calls(
     told: list[CallStart | CallIdentity] = []  # identity ops of calls left out, since the last op kept
     for op in ops:
         key = getattr(op, "key", None)
-        if key is None or key in opened or key in known:
-            if told:
-                _tell(kept, told)
-            kept.append(op)
-        elif key in left_out or key in earlier:
-            if type(op) is CallStart or (type(op) is CallIdentity and op.call_id):  # type: ignore[union-attr]
-                told.append(op)  # type: ignore[arg-type]
-        elif len(opened) < keep:
-            if told:
-                _tell(kept, told)
+        if key is not None and key not in opened and key not in known:
+            if key in left_out or key in earlier or len(opened) >= keep:  # a call left out
+                if key not in earlier:
+                    left_out.add(key)
+                if type(op) is CallStart or (type(op) is CallIdentity and op.call_id):  # type: ignore[union-attr]
+                    told.append(op)  # type: ignore[arg-type]
+                continue
             opened.add(key)
-            kept.append(op)
-        else:
-            left_out.add(key)
-            if type(op) is CallStart or (type(op) is CallIdentity and op.call_id):  # type: ignore[union-attr]
-                told.append(op)  # type: ignore[arg-type]
+        if told:
+            _tell(kept, told)
+        kept.append(op)
     if told:
         _tell(kept, told)
     return kept, left_out

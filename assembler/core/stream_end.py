@@ -57,10 +57,7 @@ def finish_complete(asm: Assembler, op: StreamEnd, out: list[AssemblyEvent]) -> 
     for call in calls:
         machine = call.machine
         if call.call_id and carried.get(call.call_id, 0) > 1 and call.executor == "client" and machine.state not in TERMINAL_STATES:
-            if call.call_id in asm._run_ids:
-                refuse_reused_id(asm, call, out)
-            else:  # One tool_call_id for two calls: running either could run the tool twice.
-                asm._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
+            id_taken(asm, call, out)
         if machine.state is OPEN:
             asm._move(call, ARGS_DONE, out)
         if machine.state is ARGS_COMPLETE:
@@ -88,11 +85,7 @@ def latch(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], budget: Ch
         asm._fail(call, Reason.MISSING_ID_OR_NAME.with_detail(detail), out)
         return
     client = call.executor == "client"
-    if client and call_id in asm._run_ids:
-        refuse_reused_id(asm, call, out)
-        return
-    if client and asm._holders.get(call_id, 0) > 1:  # running it could run another call's id
-        asm._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
+    if client and id_taken(asm, call, out):
         return
     # the whole argument text, joined once (streamed fragments, else the text that came
     # whole with the start, else ""); the buffer is released
@@ -158,6 +151,19 @@ def latches_now(asm: Assembler, call: CallRecord) -> bool:
     earlier = asm._in_flight - 1 - after  # calls opened before it, without a verdict
     room = budget.limit - budget.committed
     return earlier <= 0 or room <= 0 or earlier < room  # no room at all: its verdict is known now
+
+
+def id_taken(asm: Assembler, call: CallRecord, out: list[AssemblyEvent]) -> bool:
+    """Fail client ``call`` when its tool_call_id is not its own to run: committed in the
+    run (:func:`refuse_reused_id`), or carried by another call of the stream (running
+    either could run the tool twice). True when it failed."""
+    if call.call_id in asm._run_ids:
+        refuse_reused_id(asm, call, out)
+        return True
+    if asm._holders.get(call.call_id, 0) > 1:  # type: ignore[arg-type]
+        asm._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
+        return True
+    return False
 
 
 def refuse_reused_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent]) -> None:
