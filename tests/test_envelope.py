@@ -164,9 +164,18 @@ def test_a_payload_over_the_large_limit_parses_as_json_loads() -> None:
         parse_envelope("[" * 901 + " " * LARGE_PAYLOAD_CHARS + "]" * 901)
 
 
+@pytest.mark.parametrize("digit", ["\u0661", "\u0663", "\uff17"])
+@pytest.mark.parametrize("layout", ["[1{d}]", "[{d}]", '{{"n":-{d}}}', "[1.{d}]", "[2e{d}]", '["{d}", 1]'])
+def test_a_large_payload_with_other_digits_than_ascii_parses_as_json_loads(layout: str, digit: str) -> None:
+    """json.loads takes 0-9 only; the pure-Python scanner's pattern would read ``[1١]`` as ``[11]``."""
+    text = layout.format(d=digit) + " " * LARGE_PAYLOAD_CHARS
+    assert outcome(parse_envelope, text) == outcome(json.loads, text)  # value, or error message and position
+
+
 def test_other_threads_run_while_a_payload_of_megabytes_is_parsed() -> None:
     # json.loads in C holds the GIL for the whole parse: no other thread runs meanwhile
     assert ticks_while(lambda: parse_envelope(many_objects(60000))) >= 5
+    assert ticks_while(lambda: parse_envelope(many_objects(60000).replace('"f"', '"\u00e9"'))) >= 5  # non-ASCII
 
 
 def ticks_while(work: Any) -> int:

@@ -75,6 +75,6 @@ def test_the_api_pages_and_refuses_bad_page_values(tmp_path) -> None:
         page = client.get(f"/api/sessions/{sid}?offset=20&limit=4").json()
         assert [c["call_id"] for c in page["calls"]] == ["c20", "c21", "c22", "c23"]
         assert page["page"]["total"] == 30 and page["page"]["states"] == {"committed": 30}
-        for bad in ("limit=0", "limit=abc", "offset=-1", "limit=999999"):
+        for bad in ("limit=0", "limit=abc", "offset=-1", "limit=999999", "limit=%D9%A3", "offset=%EF%BC%97"):  # ٣, ７: not 0-9
             answer = client.get(f"/api/sessions/{sid}?{bad}")
             assert answer.status_code == 400 and bad.split("=")[0] in answer.json()["error"]

@@ -14,7 +14,7 @@ start to end and gives the GIL up every few milliseconds however deep the text.
 from __future__ import annotations
 
 import json.decoder
-import json.scanner
+import re
 from json import JSONDecodeError
 from typing import Any
 
@@ -30,7 +30,9 @@ MAX_DEPTH = 900
 _w = json.decoder.WHITESPACE.match
 _WS = json.decoder.WHITESPACE_STR
 _scanstring = json.decoder.scanstring
-_number = json.scanner.NUMBER_RE.match
+#: ``json.scanner.NUMBER_RE`` but ASCII digits only: its ``\d`` also takes ``"١"`` (Arabic-Indic
+#: one) and ``int()`` reads it, where ``json.loads`` in C refuses every digit but ``0``-``9``.
+_number = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?").match
 _CONSTANTS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 
 

@@ -57,10 +57,14 @@ def _parse_large(text: str) -> Any:
     code recurses (some 300 levels) is parsed again, by :func:`toollatch.wire.deepjson.loads`:
     Python code too, without recursion, which raises :class:`RecursionError` only beyond
     :data:`~toollatch.wire.deepjson.MAX_DEPTH` levels (where ``json.loads`` in C goes on to
-    about 1,000 from a shallow stack). The garbage collector is paused meanwhile
+    about 1,000 from a shallow stack). A text with any non-ASCII character is parsed by
+    :func:`~toollatch.wire.deepjson.loads` from the start: the pure-Python scanner's number
+    pattern takes any Unicode digit (``[1١]`` would be ``[11]``), where ``json.loads`` in C
+    takes ``0``-``9`` only. The garbage collector is paused meanwhile
     (:func:`collector_paused`)."""
-    if text.startswith("\ufeff"):
-        return json.loads(text)  # refused at once, as json.loads words it
+    if not text.isascii():  # a BOM, or non-ASCII digits the scanner's pattern would read
+        with collector_paused():
+            return deepjson.loads(text)
     decoder = json.JSONDecoder()  # one per call: the pure-Python scanner keeps a memo
     decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
     with collector_paused():

@@ -59,7 +59,7 @@ def page_params(request: Request) -> tuple[int, int]:
         if raw is None:
             values.append(default)
             continue
-        if not raw.isdigit() or int(raw) < low or (high is not None and int(raw) > high):
+        if not (raw.isascii() and raw.isdigit()) or int(raw) < low or (high is not None and int(raw) > high):
             top = f" to {high}" if high is not None else " or more"
             raise ValueError(f"{name} must be a whole number from {low}{top}")
         values.append(int(raw))

@@ -125,7 +125,7 @@ async def receive_upload(request: Request, settings: Settings, store: Store) -> 
 async def _receive_upload(request: Request, settings: Settings, store: Store, pasted: list[str]) -> tuple[list[LoadedSource], Pace]:
     limit = settings.max_upload_bytes
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit + 2 * 1024 * 1024:
+    if declared.isascii() and declared.isdigit() and int(declared) > limit + 2 * 1024 * 1024:
         raise SourceError(f"The upload is {int(declared) / 2**20:.1f} MiB; the limit is {limit / 2**20:.0f} MiB.", 413)
     try:
         async with request.form(max_files=2, max_fields=_MAX_FORM_FIELDS, max_part_size=limit + 1) as form:
