@@ -15,7 +15,8 @@ from typing import Any
 from toollatch.core.assembler import Assembler
 from toollatch.wire.capture import ProviderEvent
 from toollatch.dialects import make_adapter
-from toollatch.core.model import ArgsFragment, CallStart, StreamEnd
+from toollatch.core.config import AssembleConfig
+from toollatch.core.model import ArgsFragment, BlockStop, CallStart, StreamEnd
 
 SMALL, FACTOR = 1000, 8
 
@@ -92,9 +93,21 @@ def restart_ops(n: int) -> list[Any]:
     return out + [StreamEnd()]
 
 
-def _assembler_seconds(stream: list[Any]) -> float:
+def pipelined_under_budget(n: int) -> tuple[list[Any], AssembleConfig]:
+    """All calls open, then each stops in turn; pipelined, under a run budget and an in-flight
+    limit above ``n``: each stop asks how many calls opened before it await a verdict."""
+    out: list[Any] = [CallStart((i,), f"c{i}", "f") for i in range(n)]
+    for i in range(n):
+        out += [ArgsFragment((i,), "{}"), BlockStop((i,))]
+    config = AssembleConfig(
+        execute_before_stream_end=True, allow_pipelined_execute=("f",), max_tool_calls_per_run=2 * n, max_tool_calls_in_flight_assemble=n + 1
+    )
+    return out + [StreamEnd()], config
+
+
+def _assembler_seconds(stream: list[Any], config: AssembleConfig | None = None) -> float:
     def run() -> None:
-        assembler = Assembler("anthropic", emit_events=False)
+        assembler = Assembler("anthropic", config=config, emit_events=False)
         for op in stream:
             assembler.apply(op)
 
@@ -105,6 +118,7 @@ def main() -> int:
     worst = 0.0
     rows = [(name, lambda n, d=dialect, b=build: _adapter_seconds(d, b(n))) for name, (dialect, build) in WORKLOADS.items()]
     rows.append(("assembler-restart-at-one-key", lambda n: _assembler_seconds(restart_ops(n))))
+    rows.append(("assembler-pipelined-under-budget", lambda n: _assembler_seconds(*pipelined_under_budget(n))))
     for name, seconds in rows:
         small, large = seconds(SMALL), seconds(SMALL * FACTOR)
         worst = max(worst, large / small)

@@ -78,12 +78,17 @@ def test_an_adapter_does_linear_work_in_its_calls(workload: str) -> None:
     assert large / small < LIMIT, f"{FACTOR}x the calls ran {large / small:.1f}x the lines ({small} -> {large})"
 
 
-def test_the_assembler_does_linear_work_when_calls_restart_at_one_key() -> None:
+@pytest.mark.parametrize("workload", ["restart_ops", "pipelined_under_budget"])
+def test_the_assembler_does_linear_work(workload: str) -> None:
+    """Calls restarting at one key; pipelined calls stopping under a run budget (each asks
+    how many calls opened before it still await a verdict)."""
+
     def lines(n: int) -> int:
-        stream = BENCH.restart_ops(n)
+        built = getattr(BENCH, workload)(n)
+        stream, config = built if isinstance(built, tuple) else (built, None)
 
         def run() -> None:
-            assembler = Assembler("anthropic", emit_events=False)
+            assembler = Assembler("anthropic", config=config, emit_events=False)
             for op in stream:
                 assembler.apply(op)
 

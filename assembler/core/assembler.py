@@ -51,6 +51,7 @@ from toollatch.core.model import (
 )
 from toollatch.core import identity, stream_end
 from toollatch.core.calls import CallRecord, RunBudget, append_varint, keep_one_record_per_id, owed_results
+from toollatch.core.openorder import AwaitingCount
 from toollatch.redaction.redact import AssemblyEvent, CallView, EventKind
 from toollatch.core.registry import ToolRegistry
 from toollatch.core.state import ARGS_DONE, FAIL, CallInput
@@ -106,6 +107,8 @@ class Assembler:
         self._seq = 0
         self._calls: dict[CallKey, CallRecord] = {}
         self._in_flight = 0  # calls not yet in a terminal state
+        # which of them opened before a given call (stream_end.latches_now): made at its first use
+        self._awaiting: AwaitingCount | None = None
         # tool_call_ids of the client calls committed in this stream (they answer their id),
         # and in every stream of the input: ``committed_ids``, shared by a Pipeline's
         # streams (an id there never commits again)
@@ -315,6 +318,8 @@ class Assembler:
         state = call.machine.apply(event)
         if state in TERMINAL_STATES:
             self._in_flight -= 1
+            if self._awaiting is not None:
+                self._awaiting.settle(call.order)
         call.transitions.append(_transition(Transition, (state, self._clock() - self._t0)))
         if self.emit_events:
             self._emit(out, "state", call)

@@ -91,6 +91,7 @@ class CallRecord:
     not_strict: str | None = None  # an event that carried its arguments was not strict JSON
     not_unicode: tuple[str, ...] = ()  # call_id / name held a lone surrogate (kept escaped)
     item: str | None = None  # the provider's kind of call (CallStart.item)
+    order: int = 0  # calls opened before it in its stream (its slot in openorder.AwaitingCount)
 
     def __init__(
         self, key: CallKey, call_id: str | None, name: str | None, executor: Executor, whole_arguments: str | None
@@ -100,7 +101,7 @@ class CallRecord:
         self.machine = CallStateMachine()
         self.buffer, self.lengths = bytearray(), bytearray()
         self.diagnosis = self.reason = self.arguments = self.not_strict = self.item = None
-        self.bytes = self.fragments = 0
+        self.bytes = self.fragments = self.order = 0
         self.transitions = []
         self.last_activity = 0.0
         self.repaired = False

@@ -57,8 +57,11 @@ def start(asm: Assembler, op: CallStart, out: list[AssemblyEvent]) -> None:
     if op.whole_arguments:
         call.bytes = len(op.whole_arguments.encode("utf-8", "surrogatepass"))
     in_flight = asm._in_flight
+    call.order = len(asm._calls)
     asm._calls[key] = call
     asm._in_flight += 1
+    if asm._awaiting is not None:
+        asm._awaiting.append()
     call.last_activity = now = asm._clock() - asm._t0
     call.transitions.append(_transition(Transition, (OPEN, now)))
     if asm.emit_events:

@@ -35,6 +35,7 @@ from toollatch.core.model import (
     StreamTruncated,
     hidden,
 )
+from toollatch.core.openorder import AwaitingCount
 from toollatch.core.schemacheck import CheckBudget
 from toollatch.core.state import ARGS_DONE, CANCEL, COMMIT
 from toollatch.redaction.redact import AssemblyEvent
@@ -136,21 +137,20 @@ def latches_now(asm: Assembler, call: CallRecord) -> bool:
     at the stream's end: always, but under a run budget (``max_tool_calls_per_run``) whose
     room left is needed by the client calls that opened before it and have no verdict
     yet (server calls counted too: they only make it wait). Those keep their claim: such
-    a call waits for the stream's end, where calls are judged in the order they opened.
-    So a call's verdict never depends on a call that opened after it. Costs one step per
-    call opened after ``call``."""
+    a call waits for the stream's end, where calls are judged in the order they opened,
+    so whether a later call commits never changes this one's verdict (a later call that
+    carries its tool_call_id still fails it: :func:`id_taken`). O(log n) for ``n`` calls in the stream (:class:`~toollatch.core.openorder.AwaitingCount`,
+    made at the first call that asks: O(n) once)."""
     budget = asm.budget
     if budget.limit is None:
         return True
-    after = 0  # calls opened after it, without a verdict
-    for other in reversed(asm._calls.values()):
-        if other is call:
-            break
-        if other.machine.state not in TERMINAL_STATES:
-            after += 1
-    earlier = asm._in_flight - 1 - after  # calls opened before it, without a verdict
     room = budget.limit - budget.committed
-    return earlier <= 0 or room <= 0 or earlier < room  # no room at all: its verdict is known now
+    if room <= 0:
+        return True  # no room at all: its verdict is known now
+    awaiting = asm._awaiting
+    if awaiting is None:
+        awaiting = asm._awaiting = AwaitingCount(c.machine.state not in TERMINAL_STATES for c in asm._calls.values())
+    return awaiting.before(call.order) < room  # calls opened before it, without a verdict
 
 
 def id_taken(asm: Assembler, call: CallRecord, out: list[AssemblyEvent]) -> bool:
