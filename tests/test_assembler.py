@@ -232,6 +232,35 @@ def test_a_later_different_name_fails_the_call_saying_so() -> None:
     assert [r.tool_call_id for r in asm.result().results] == ["call_1"]
 
 
+LATE_ID_WAYS = {
+    # the finalized item renames the call and gives it the committed id in one op
+    "renamed-with-final-id": [CallStart((0,), "call_y", "f"), ArgsFragment((0,), "{}"), CallIdentity((0,), "call_x", "g", final=True)],
+    # the id comes after the start, with another name
+    "late-id-and-name": [CallStart((0,), None, "f"), ArgsFragment((0,), "{}"), CallIdentity((0,), "call_x", "g")],
+    # the call failed (too large) before its id came
+    "failed-then-id": [CallStart((0,), None, "f"), ArgsFragment((0,), '{"a": "' + "x" * 40 + '"}'), CallIdentity((0,), "call_x")],
+    # the call is over the in-flight limit when it starts with the id
+    "over-in-flight": [CallStart((1,), "call_1", "f"), CallStart((2,), "call_2", "f"), CallStart((0,), "call_x", "f")],
+}
+
+
+@pytest.mark.parametrize("way", list(LATE_ID_WAYS))
+def test_a_call_carrying_an_id_committed_earlier_in_the_run_owes_no_second_result(way: str) -> None:
+    """Whatever else fails the call (a name conflict, its size, the in-flight limit), an id a
+    call committed in an earlier stream of the input is answered by that call: the later
+    one is dropped from history and owes no result, so the id is never answered twice."""
+    run_ids: set[str] = set()
+    first, _ = make(committed_ids=run_ids)
+    run(first, [*call_ops((0,), "call_x", "f", "{}"), StreamEnd()])
+    assert run_ids == {"call_x"}
+    config = AssembleConfig(max_tool_argument_bytes=20, max_tool_calls_in_flight_assemble=2)
+    second, _ = make(config, committed_ids=run_ids)
+    run(second, [*LATE_ID_WAYS[way], StreamEnd()])
+    (call,) = [c for c in second.result().calls if c.call_id == "call_x"]
+    assert call.state is CallState.FAILED and call.repaired
+    assert "call_x" not in [r.tool_call_id for r in second.result().results]
+
+
 def test_identity_for_unknown_key_opens_the_call() -> None:
     asm, _ = make()
     run(asm, [CallIdentity((3,), "c3", "f"), StreamEnd()])

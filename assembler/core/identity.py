@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from toollatch.core import stream_end
 from toollatch.core.calls import CallRecord
-from toollatch.core.model import OPEN, TERMINAL_STATES, CallIdentity, CallKey, CallsLeftOut, CallStart, Reason, Transition
+from toollatch.core.model import COMMITTED, OPEN, TERMINAL_STATES, CallIdentity, CallKey, CallsLeftOut, CallStart, Reason, Transition
 from toollatch.redaction.redact import AssemblyEvent
 
 #: Builds a :class:`Transition` from a tuple of its fields without its Python-level ``__new__``.
@@ -67,24 +67,28 @@ def start(asm: Assembler, op: CallStart, out: list[AssemblyEvent]) -> None:
     if asm.emit_events:
         asm._emit(out, "call_opened", call)
     config = asm.config
-    if in_flight >= config.max_tool_calls_in_flight_assemble:
+    if call.call_id in asm._run_ids and call.executor == "client":  # first: it owes no result of its own
+        stream_end.refuse_reused_id(asm, call, out)
+    elif in_flight >= config.max_tool_calls_in_flight_assemble:
         limit = config.max_tool_calls_in_flight_assemble
         asm._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)
     elif call.bytes > config.max_tool_argument_bytes:
         asm._overflow(call, out)
-    elif call.call_id in asm._run_ids and call.executor == "client":
-        stream_end.refuse_reused_id(asm, call, out)
 
 
 def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None:
     """The call at ``op.key`` learns its tool_call_id and/or name. A repeat counts a quirk; a
     different name fails the call ``name_conflict``; a different id is kept only when
-    ``op.final`` says so (quirk ``call_id_replaced``), else counted as ``id_conflict``."""
+    ``op.final`` says so (quirk ``call_id_replaced``), else counted as ``id_conflict``.
+    An id a call committed in the run holds is checked first: the call fails as a reused
+    id (:func:`~toollatch.core.stream_end.refuse_reused_id`), or, already failed, owes no
+    result of its own either (the committed call answers the id)."""
     call = asm._calls.get(asm._alias.get(op.key, op.key))
     if call is None:
         start(asm, CallStart(op.key, op.call_id, op.name, not_unicode=op.not_unicode), out)
         return
     changed = False
+    conflict: str | None = None  # a name other than the call's
     if op.call_id:
         if call.call_id is None:
             call.call_id, changed = op.call_id, True
@@ -112,13 +116,17 @@ def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None
             asm._quirk("name_repeated", out)
         else:
             asm._quirk("name_conflict", out)
-            if call.machine.state not in TERMINAL_STATES:
-                declared = asm.registry is not None and op.name in asm.registry
-                asm._fail(call, Reason.NAME_CONFLICT.with_detail(renamed(call.name, op.name, declared or asm.reveal)), out)
+            conflict = op.name
     if changed:
         asm._emit(out, "identity", call)
-        if call.call_id in asm._run_ids and call.executor == "client" and call.machine.state not in TERMINAL_STATES:
-            stream_end.refuse_reused_id(asm, call, out)
+        if call.call_id in asm._run_ids and call.executor == "client" and call.machine.state is not COMMITTED:
+            if call.machine.state in TERMINAL_STATES:
+                call.repaired = True
+            else:
+                stream_end.refuse_reused_id(asm, call, out)
+    if conflict is not None and call.machine.state not in TERMINAL_STATES:
+        declared = asm.registry is not None and conflict in asm.registry
+        asm._fail(call, Reason.NAME_CONFLICT.with_detail(renamed(call.name, conflict, declared or asm.reveal)), out)  # type: ignore[arg-type]
 
 
 def hold(asm: Assembler, call_id: str, count: int = 1) -> None:
