@@ -292,3 +292,90 @@ def test_every_capped_pass_parses_a_large_payload_inside_its_read(read: Any, mon
     outside = parsed_outside_a_read(monkeypatch)
     assert read(raw)  # the pass read the event (and its 1,000 first calls)
     assert outside == []  # parsed where the pipeline read it, its objects let go before the collector ran again
+
+
+# ------------------------------------------------------------------ shown calls get the library's verdict
+
+
+def random_ops(rng: Any) -> list[Any]:
+    """A stream's ops as adapters make them: a key's first op starts its call; calls restart
+    at used keys with other ids, learn ids and names late (``final`` ids before the call
+    stops only, as Responses gives them), share ids, stop, take fragments after stopping."""
+    from toollatch.core.model import BlockStop
+
+    ops: list[Any] = []
+    started: set[tuple[int, ...]] = set()
+    stopped: set[tuple[int, ...]] = set()
+    for _ in range(rng.randint(3, 18)):
+        key = (rng.randrange(rng.randint(2, 6)),)
+        roll = rng.random() if key in started else 0.0
+        if roll < 0.3:
+            ops.append(CallStart(key, rng.choice(["a", "b", "c", None]), rng.choice(["f", "f", "g"])))
+            started.add(key)
+            stopped.discard(key)
+        elif roll < 0.45:
+            final = rng.random() < 0.5 and key not in stopped
+            ops.append(CallIdentity(key, rng.choice(["a", "b", "c", None]), rng.choice(["f", None, "g"]), final=final))
+        elif roll < 0.75:
+            ops.append(ArgsFragment(key, rng.choice(["{}", "{", "}", '"x"', '{"q":1}'])))
+        else:
+            ops.append(BlockStop(key))
+            stopped.add(key)
+    return [*ops, StreamEnd()]
+
+
+CONFIGS = [
+    {},
+    {"execute_before_stream_end": True, "allow_pipelined_execute": ("f",)},
+    {"max_tool_calls_per_run": 1},
+    {"max_tool_calls_per_run": 2, "execute_before_stream_end": True, "allow_pipelined_execute": ("f",)},
+    {"max_tool_calls_in_flight_assemble": 2},
+]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: ",".join(c) or "default")
+def test_every_call_shown_gets_the_library_verdict_whatever_the_calls_left_out_do(config: dict[str, Any]) -> None:
+    """Differential, over 3,000 random streams per configuration: the library assembles
+    every op; the dashboard's reader (cap_new_calls on two events, as CappedPipeline does)
+    follows the first ``keep`` calls and leaves the others out. Each call it shows must get
+    the library's tool_call_id, state and reason: calls left out that share ids, restart at
+    a used key, commit first (pipelined) or take the run budget change nothing shown."""
+    import random
+
+    from toollatch.core.assembler import Assembler
+    from toollatch.core.config import AssembleConfig
+    from toollatch.core.large import _KnownKeys
+
+    settings = AssembleConfig(**config)
+    for seed in range(3000):
+        rng = random.Random(seed)
+        ops = random_ops(rng)
+        cut, keep = rng.randint(1, len(ops) - 1), rng.randint(1, 3)
+        library, dashboard = Assembler("test", config=settings), Assembler("test", config=settings)
+        for op in ops:
+            library.apply(op)
+        kept, left_out = cap_new_calls(ops[:cut], (), keep)
+        for op in kept:
+            dashboard.apply(op)
+        kept, _ = cap_new_calls(ops[cut:], _KnownKeys(dashboard), max(0, keep - len(dashboard._calls)), left_out)
+        for op in kept:
+            dashboard.apply(op)
+        full = {c.key: (c.call_id, c.state, c.reason) for c in library.result().calls}
+        shown = {c.key: (c.call_id, c.state, c.reason) for c in dashboard.result().calls}
+        assert len(shown) <= keep, (seed, ops)
+        assert {k: v for k, v in shown.items() if full.get(k) != v} == {}, (seed, cut, keep, ops)
+
+
+def test_a_restart_at_a_known_key_is_a_new_call_for_the_cap_in_a_worker_thread_too() -> None:
+    """read_large_event gets a copy of the keys with their ids (KeyIds): a start with another
+    id at a key that has a call is another call, left out once the room is spent; a start
+    with the same id (or at a call without one) is the same call, kept."""
+    from toollatch.core.large import KeyIds
+
+    known = KeyIds({(0,): "c0", (1,): None})
+    ops = [CallStart((0,), "c0", "f"), CallStart((1,), "c1", "f"), CallStart((0,), "other", "f"), ArgsFragment((0,), "{}")]
+    kept, left_out = cap_new_calls(ops, known, 0)
+    assert kept[:2] == ops[:2] and left_out == {(0,)}
+    assert isinstance(kept[2], CallsLeftOut) and kept[2].ops == (ops[2],) and len(kept) == 3  # its fragment is dropped
+    kept, left_out = cap_new_calls(ops, known, 1)  # room for one new call: the restart is followed
+    assert kept == ops and left_out == set()

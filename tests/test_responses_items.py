@@ -290,6 +290,17 @@ def test_a_final_call_id_replaces_the_provisional_one_for_any_item() -> None:
     assert run(redacted).calls[0].call_id == "call_b"
 
 
+def test_response_completed_restating_a_done_item_with_another_call_id_is_a_conflict_not_a_replacement() -> None:
+    """The item's output_item.done finalized it (a pipelined call may have committed under
+    that id): a response.completed that names it with another call id keeps the first
+    (quirk id_conflict), whatever the call's state; the tool_call_id stays the one acted on."""
+    fn = {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "f", "arguments": "{}"}
+    restated = {**COMPLETED, "response": {**COMPLETED["response"], "output": [{**fn, "call_id": "call_b"}]}}
+    result = run(sse(CREATED, added(0, fn), done(0, fn), restated))
+    assert [(c.call_id, c.state) for c in result.calls] == [("call_a", CallState.COMMITTED)]
+    assert result.quirks.get("id_conflict") == 1 and "call_id_replaced" not in result.quirks
+
+
 @pytest.mark.parametrize("kind", sorted(CLIENT_ITEMS))
 def test_client_item_never_finalized_fails_though_the_response_completed(kind: str) -> None:
     """The action of ``output_item.added`` is a placeholder (``"commands": []``): without an

@@ -269,3 +269,45 @@ def test_the_json_twin_and_report_of_a_replay_count_the_calls_left_out() -> None
     session, _ = replayed(source, speed=FULL_SPEED)
     assert session.notice and "5000" in session.notice  # the page says so
     assert "5000" in json.dumps(session.to_json())  # the JSON twin did not
+
+
+def responses_item(kind: str, index: int, call_id: str, arguments: str = "") -> dict[str, Any]:
+    item = {"type": "function_call", "id": f"fc_{index}", "call_id": call_id, "name": "f", "arguments": arguments}
+    return {"type": f"response.output_item.{kind}", "output_index": index, "item": item}
+
+
+def responses_stream(*middle: dict[str, Any]) -> bytes:
+    head = [{"type": "response.created", "response": {"id": "resp_1", "model": "m"}}]
+    tail = [{"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "output": []}}]
+    return sse([*head, *middle, *tail]).encode()
+
+
+def test_a_final_id_on_a_call_left_out_that_already_failed_counts_as_the_library_counts_it() -> None:
+    """A call left out fails (past the in-flight limit) and its output_item.done then gives
+    it the id of a shown call still open. The library replaces the id of a failed call too
+    (its error result pairs with the final id), so the shown call shares its id in both;
+    before, the library kept the first id (the shown call COMMITTED) while the dashboard
+    moved the count (FAILED)."""
+    added = [responses_item("added", i, "s" if i == 0 else f"c{i}") for i in range(KEEP + 10)]
+    left_done = responses_item("done", KEEP + 5, "s", '{"b": 2}')  # past the cap, failed: too many in flight
+    shown_done = responses_item("done", 0, "s", '{"b": 2}')
+    full, shown = both(responses_stream(*added, left_done, shown_done))
+    assert shown[0] == full[0][:KEEP]
+    assert full[0][0] == ("s", "failed", "stream_error: call id used by more than one call")
+    assert full[0][KEEP + 5] == ("s", "failed", "too_many_tool_calls: more than 32 calls in flight")
+
+
+def test_a_shown_call_given_the_id_of_a_pipelined_call_left_out_fails_alike() -> None:
+    """A pipelined call left out commits at its output_item.done; a shown call still open
+    then learns the same id at its own output_item.done. The library knows the id committed,
+    the dashboard only that a call left out carries it: both fail the shown call with the
+    one reason of a shared id (before: 'already used by a committed call' against 'more
+    than one call')."""
+    config = AssembleConfig(execute_before_stream_end=True, allow_pipelined_execute=("f",), max_tool_calls_in_flight_assemble=10**6)
+    added = [responses_item("added", i, f"c{i}") for i in range(KEEP + 10)]
+    left_done = responses_item("done", KEEP + 5, f"c{KEEP + 5}", '{"b": 2}')  # commits (pipelined) in the library
+    shown_done = responses_item("done", 0, f"c{KEEP + 5}", '{"b": 2}')  # a final id: the left-out call's
+    full, shown = both(responses_stream(*added, left_done, shown_done), config)
+    assert shown[0] == full[0][:KEEP]
+    assert full[0][KEEP + 5] == (f"c{KEEP + 5}", "committed", None)
+    assert full[0][0] == (f"c{KEEP + 5}", "failed", "stream_error: call id used by more than one call")

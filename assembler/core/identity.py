@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 def start(asm: Assembler, op: CallStart, out: list[AssemblyEvent]) -> None:
     """A call starts at ``op.key``: a new record, OPEN. A start where a call already is
     counts a quirk and updates its identity, unless it carries a different tool_call_id:
-    then the older call fails and the new one gets a fresh key (the two are never merged)."""
+    then the older call fails and the new one gets a fresh key (the two are never merged).
+    A new call fails at once when its tool_call_id is not its own
+    (:func:`~toollatch.core.stream_end.id_taken`), else past the in-flight limit or the size."""
     key = asm._alias.get(op.key, op.key)
     existing = asm._calls.get(key)
     if existing is not None:
@@ -67,8 +69,10 @@ def start(asm: Assembler, op: CallStart, out: list[AssemblyEvent]) -> None:
     if asm.emit_events:
         asm._emit(out, "call_opened", call)
     config = asm.config
-    if call.call_id in asm._run_ids and call.executor == "client":  # first: it owes no result of its own
-        stream_end.refuse_reused_id(asm, call, out)
+    # the id first (a call whose id was committed in an earlier stream owes no result of its
+    # own), then the in-flight limit and the size
+    if call.call_id and call.executor == "client" and stream_end.id_taken(asm, call, out):
+        pass
     elif in_flight >= config.max_tool_calls_in_flight_assemble:
         limit = config.max_tool_calls_in_flight_assemble
         asm._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)
@@ -80,9 +84,12 @@ def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None
     """The call at ``op.key`` learns its tool_call_id and/or name. A repeat counts a quirk; a
     different name fails the call ``name_conflict``; a different id is kept only when
     ``op.final`` says so (quirk ``call_id_replaced``), else counted as ``id_conflict``.
-    An id a call committed in the run holds is checked first: the call fails as a reused
-    id (:func:`~toollatch.core.stream_end.refuse_reused_id`), or, already failed, owes no
-    result of its own either (the committed call answers the id)."""
+    A ``final`` id replaces the first on a call that already failed too (its error result
+    pairs with the id the provider finalized), never on a committed one. A new id is
+    checked before the name (:func:`~toollatch.core.stream_end.id_taken`: another call of
+    the stream carries it, or one committed it in an earlier stream); a call that already
+    failed owes no result of its own for an id committed in an earlier stream (the
+    committed call answers it)."""
     call = asm._calls.get(asm._alias.get(op.key, op.key))
     if call is None:
         start(asm, CallStart(op.key, op.call_id, op.name, not_unicode=op.not_unicode), out)
@@ -98,7 +105,7 @@ def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None
                 call.not_unicode += ("call_id",)
         elif op.call_id == call.call_id:
             asm._quirk("id_repeated", out)
-        elif op.final and call.machine.state not in TERMINAL_STATES:
+        elif op.final and call.machine.state is not COMMITTED:  # a call that failed too: its result pairs with the final id
             if call.executor == "client":
                 hold(asm, call.call_id, -1)
                 hold(asm, op.call_id)
@@ -119,11 +126,11 @@ def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None
             conflict = op.name
     if changed:
         asm._emit(out, "identity", call)
-        if call.call_id in asm._run_ids and call.executor == "client" and call.machine.state is not COMMITTED:
-            if call.machine.state in TERMINAL_STATES:
-                call.repaired = True
-            else:
-                stream_end.refuse_reused_id(asm, call, out)
+        if call.call_id and call.executor == "client" and call.machine.state is not COMMITTED:
+            if call.machine.state not in TERMINAL_STATES:
+                stream_end.id_taken(asm, call, out)
+            elif call.call_id in asm._run_ids and call.call_id not in asm._committed_ids:  # committed in an earlier stream
+                call.repaired = True  # (one of this stream: the stream end keeps one record per id)
     if conflict is not None and call.machine.state not in TERMINAL_STATES:
         declared = asm.registry is not None and conflict in asm.registry
         asm._fail(call, Reason.NAME_CONFLICT.with_detail(renamed(call.name, conflict, declared or asm.reveal)), out)  # type: ignore[arg-type]
@@ -140,15 +147,23 @@ def left_out(asm: Assembler, op: CallsLeftOut, out: list[AssemblyEvent]) -> None
     no record, but each tool_call_id they give a client call is counted as :func:`start`
     and :func:`identity` would count it (a start with another id at a key is another call;
     an id is replaced only by a ``final`` one), so the latch judges the calls followed as
-    it would with every call there. A call left out has no state here: a ``final`` id
-    replaces its first one even where the call had already failed, and there :func:`identity`
-    would keep the first."""
+    it would with every call there; a call left out that starts where a call followed is
+    (a restart: :func:`start`) fails that call. A call left out has no state here: a ``final`` id
+    replaces its first one whatever the call's state, where :func:`identity` keeps the
+    first on a committed call; the one dialect with final ids (Responses) gives them
+    only before the item stops, so before a pipelined call can commit."""
     known = asm._left_out
     if known is None:
         known = asm._left_out = {}
     for each in op.ops:
         key, call_id = each.key, each.call_id
         seen = known.get(key)
+        if seen is None and type(each) is CallStart and call_id:  # another call where a call followed is: it fails
+            existing = asm._calls.get(asm._alias.get(key, key))
+            if existing is not None and existing.call_id and existing.call_id != call_id:
+                asm._quirk("call_started_at_a_used_key", out)
+                if existing.machine.state not in TERMINAL_STATES:
+                    asm._fail(existing, Reason.STREAM_ERROR.with_detail("another call started at its position"), out)
         if seen is None or (type(each) is CallStart and call_id and seen[0] and call_id != seen[0]):
             client = each.executor == "client" if type(each) is CallStart else True
             known[key] = (call_id, client)

@@ -69,21 +69,45 @@ def cap_new_calls(
     :class:`~toollatch.core.model.CallIdentity` ops that name an id, are kept as
     :class:`~toollatch.core.model.CallsLeftOut` ops where they were, so the assembler
     counts their tool_call_ids as the library's reader does (a call followed that shares
-    its id with one left out fails alike)."""
+    its id with one left out fails alike).
+
+    A :class:`~toollatch.core.model.CallStart` with another tool_call_id at a key that
+    has a call (the assembler's restart: another call, the first one fails) is a new call
+    too: past ``keep``, it and the later ops of its key are left out. Known keys' ids are
+    read from ``known`` where it has a ``call_id(key)`` method (:class:`_KnownKeys`)."""
     kept: list[Op] = []
     opened: set[CallKey] = set()
+    new_calls = 0
+    ids: dict[CallKey, str | None] = {}  # tool_call_id of each key these ops touched, as the ops set it
+    known_id = getattr(known, "call_id", None)
     left_out: set[CallKey] = set()
     told: list[CallStart | CallIdentity] = []  # identity ops of calls left out, since the last op kept
     for op in ops:
         key = getattr(op, "key", None)
-        if key is not None and key not in opened and key not in known:
-            if key in left_out or key in earlier or len(opened) >= keep:  # a call left out
+        if key is not None:
+            kind = type(op)
+            call_id = getattr(op, "call_id", None) if kind is CallStart or kind is CallIdentity else None
+            if key in left_out or key in earlier:
+                new = leave = True
+            else:
+                new = key not in opened and key not in known
+                if not new and call_id:
+                    current = ids[key] if key in ids else (known_id(key) if known_id is not None else None)
+                    if kind is CallStart and current is not None:
+                        new = current != call_id  # another id: a restart, another call
+                    elif current is None or op.final:  # type: ignore[union-attr]
+                        ids[key] = call_id  # the id the call now has (a repeated start fills it too)
+                leave = new and new_calls >= keep
+            if leave:  # a call left out
                 if key not in earlier:
                     left_out.add(key)
-                if type(op) is CallStart or (type(op) is CallIdentity and op.call_id):  # type: ignore[union-attr]
+                if kind is CallStart or call_id:
                     told.append(op)  # type: ignore[arg-type]
                 continue
-            opened.add(key)
+            if new:
+                opened.add(key)
+                new_calls += 1
+                ids[key] = call_id
         if told:
             _tell(kept, told)
         kept.append(op)
@@ -167,18 +191,37 @@ def _read(
     return LargeEvent(parsed._replace(data=None), kept, left_out, adopt, adapter if adopt is None else None)
 
 
+class KeyIds(dict[CallKey, "str | None"]):
+    """A copy of the keys a stream's ops named its calls by, each with the tool_call_id of
+    the call there (for :func:`cap_new_calls` in a worker thread: it tells a restart)."""
+
+    def call_id(self, key: CallKey) -> str | None:
+        return self.get(key)
+
+
+def key_ids(pipeline: Pipeline) -> KeyIds:
+    """:class:`KeyIds` of ``pipeline``'s current stream (aliases included); O(calls)."""
+    ids = KeyIds()
+    if pipeline._streams:
+        stream = pipeline._streams[-1]
+        calls = stream._calls
+        ids.update((key, call.call_id) for key, call in calls.items())
+        ids.update((key, calls[target].call_id) for key, target in stream._alias.items())
+    return ids
+
+
 def read_now(pipeline: Pipeline, event: ProviderEvent, keep: int, earlier: Container[CallKey] = frozenset()) -> LargeEvent:
     """:func:`read_large_event` of ``event`` for ``pipeline`` in its present state, on the
     calling thread (an adapter to adopt is left to the caller:
     :meth:`CappedPipeline.take`)."""
-    return read_large_event(event, pipeline.adapter_state(), pipeline.call_keys(), keep, pipeline.name, earlier)
+    return read_large_event(event, pipeline.adapter_state(), key_ids(pipeline), keep, pipeline.name, earlier)
 
 
 def reader(pipeline: CappedPipeline, event: ProviderEvent) -> Callable[[], LargeEvent]:
     """:func:`read_large_event` of ``event`` for ``pipeline`` as it stands now (its state,
     known calls, room and calls left out taken at once), to run later in a worker thread
     while nothing feeds ``pipeline``; apply the answer with :meth:`CappedPipeline.take`."""
-    args = (event, pipeline.adapter_state(), pipeline.call_keys(), pipeline.room(), pipeline.name, frozenset(pipeline.earlier()))
+    args = (event, pipeline.adapter_state(), key_ids(pipeline), pipeline.room(), pipeline.name, frozenset(pipeline.earlier()))
     return lambda: read_large_event(*args)
 
 
@@ -201,6 +244,11 @@ class _KnownKeys:
 
     def __contains__(self, key: object) -> bool:
         return key in self._calls or key in self._alias
+
+    def call_id(self, key: CallKey) -> str | None:
+        """The tool_call_id of the call at ``key`` now (None: none yet, or no call)."""
+        call = self._calls.get(self._alias.get(key, key))
+        return None if call is None else call.call_id
 
 
 class CappedPipeline(Pipeline):

@@ -154,23 +154,32 @@ def latches_now(asm: Assembler, call: CallRecord) -> bool:
 
 
 def id_taken(asm: Assembler, call: CallRecord, out: list[AssemblyEvent]) -> bool:
-    """Fail client ``call`` when its tool_call_id is not its own to run: committed in the
-    run (:func:`refuse_reused_id`), or carried by another call of the stream (running
-    either could run the tool twice). True when it failed."""
-    if call.call_id in asm._run_ids:
+    """Fail client ``call`` when its tool_call_id is not its own to run: committed in an
+    earlier stream of the run, or carried by another call of the stream (running either
+    could run the tool twice), committed or not (:func:`share_id`: one reason whether the
+    other committed first or not, so a reader that left the other call out gives the same
+    verdict). Asked when a call starts or learns an id, and at the latch. True when it failed."""
+    call_id = call.call_id
+    if call_id in asm._run_ids and call_id not in asm._committed_ids:
         refuse_reused_id(asm, call, out)
         return True
-    if asm._holders.get(call.call_id, 0) > 1:  # type: ignore[arg-type]
-        asm._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
+    if asm._holders.get(call_id, 0) > 1 or call_id in asm._committed_ids:  # type: ignore[arg-type]
+        share_id(asm, call, out)
         return True
     return False
 
 
+def share_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent]) -> None:
+    """Fail ``call``: another call of the stream carries its tool_call_id. At the stream
+    end the finalized message keeps one record per id (the committed one, if any:
+    :func:`~toollatch.core.calls.keep_one_record_per_id`), so the id is answered once."""
+    asm._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
+
+
 def refuse_reused_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent]) -> None:
-    """A call carrying the tool_call_id of a call already committed (a pipelined commit
-    may be running it): it never commits, owes no result of its own (the id is answered
-    by the committed call) and is dropped from the finalized message, which cannot hold
-    one id twice."""
+    """A call carrying the tool_call_id of a call committed in an earlier stream of the
+    run: it never commits, owes no result of its own (the id is answered by the committed
+    call) and is dropped from the finalized message, which cannot hold one id twice."""
     call.repaired = True
     asm._fail(call, Reason.STREAM_ERROR.with_detail("call id already used by a committed call"), out)
 

@@ -266,12 +266,15 @@ class OpenAIResponsesAdapter:
 
     def _identify(self, item: Item, item_obj: dict[str, Any], ops: list[Op]) -> None:
         """Set the call id and name a finalized item gives, where the call has none yet; a
-        call id unlike the provisional one replaces it (the final item is authoritative)."""
+        call id unlike the provisional one replaces it (the final item is authoritative):
+        the first finalized item only (``output_item.done``), not ``response.completed``
+        restating an item already done with another id (an ``id_conflict``: the call may
+        have committed under the first)."""
         call_id, name = items.identity(item_obj)
         new_id = call_id if call_id and call_id != item.call_id else None
         new_name = name if name and name != item.name else None  # a different one: the assembler's name_conflict
         if new_id or new_name:
-            final = bool(new_id and item.call_id)
+            final = bool(new_id and item.call_id) and not item.stopped
             item.call_id, item.name = new_id or item.call_id, item.name or new_name
             if new_id:
                 self._items.call_id(new_id, item)
