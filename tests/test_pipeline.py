@@ -357,6 +357,56 @@ def test_one_tool_call_id_commits_once_across_complete_messages_of_one_input() -
     assert pipeline.committed_ids == {"toolu_a"}
 
 
+def _answers(pipeline: Pipeline) -> list[str]:
+    """Every answer the input's tool_call_ids get: a commit's execution, or an error result."""
+    results = pipeline.results()
+    return [c.call_id for r in results for c in r.calls if c.state is CallState.COMMITTED and c.executor == "client"] + [
+        x.tool_call_id for r in results for x in r.results
+    ]
+
+
+@pytest.mark.parametrize("ends", ["truncated", "invalid"])
+def test_an_id_answered_with_an_error_in_one_stream_is_never_answered_again_in_a_later_one(ends: str) -> None:
+    """Stream 1's call fails (cut off, or invalid JSON) and owes an error result for its
+    id; stream 2 carries the same id and would commit: the id would get two answers.
+    It is refused as an id answered before, dropped from history, and owes nothing."""
+    first = anthropic_tool_block(0, "toolu_a", "f", ['{"n":1'])  # no closing brace
+    events = [anthropic_message_start("msg_1"), *(first[:2] if ends == "truncated" else [*first, *anthropic_end()])]
+    events += [anthropic_message_start("msg_2"), *anthropic_tool_block(0, "toolu_a", "f", ['{"n":1}']), *anthropic_end()]
+    pipeline = Pipeline()
+    _feed_anthropic(events, pipeline)
+    pipeline.close()
+    _, second = pipeline.results()
+    (again,) = second.calls
+    assert again.state is CallState.FAILED and again.repaired
+    assert again.reason == "stream_error: call id already answered with an error result in an earlier stream"
+    assert _answers(pipeline) == ["toolu_a"]
+
+
+def test_a_final_id_on_a_call_refused_for_its_first_id_owes_an_error_result() -> None:
+    """Responses: response 2's item is added with the id response 1 committed (refused,
+    owing nothing), then finalized with another id. That id is the provider's and nothing
+    answered it: the call owes its error result (before, it stayed dropped from history)."""
+    def item(kind: str, item_id: str, call_id: str, arguments: str = "") -> dict[str, Any]:
+        fields = {"type": "function_call", "id": item_id, "call_id": call_id, "name": "f", "arguments": arguments}
+        return {"type": f"response.output_item.{kind}", "output_index": 0, "item": fields}
+
+    def response(rid: str, *middle: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"type": "response.created", "response": {"id": rid}}, *middle, {"type": "response.completed", "response": {"id": rid, "output": []}}]
+
+    events = [*response("r1", item("added", "fc_1", "b"), item("done", "fc_1", "b", "{}")), *response("r2", item("added", "fc_2", "b"), item("done", "fc_2", "d", "{}"))]
+    wire = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+    pipeline = Pipeline()
+    for event in read_capture(wire):
+        pipeline.feed(event)
+    pipeline.close()
+    _, second = pipeline.results()
+    (call,) = second.calls
+    assert (call.call_id, call.state, call.repaired) == ("d", CallState.FAILED, False)
+    assert call.reason == "stream_error: its first call id was answered in an earlier stream"
+    assert sorted(_answers(pipeline)) == ["b", "d"]
+
+
 def test_committed_ids_belong_to_one_input_even_when_pipelines_share_a_budget() -> None:
     first = Pipeline()
     second = Pipeline(budget=first.budget)  # two turns of one run: commits are counted together

@@ -311,3 +311,44 @@ def test_a_shown_call_given_the_id_of_a_pipelined_call_left_out_fails_alike() ->
     assert shown[0] == full[0][:KEEP]
     assert full[0][KEEP + 5] == (f"c{KEEP + 5}", "committed", None)
     assert full[0][0] == (f"c{KEEP + 5}", "failed", "stream_error: call id used by more than one call")
+
+
+def anthropic_message(message_id: str, content: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "message_start", "message": {"id": message_id, "model": "c", "content": content, "stop_reason": None}}
+
+
+def capped_verdicts(raw: bytes, config: AssembleConfig | None, keep: int) -> tuple[list[Any], list[Any], int]:
+    """(pipeline verdicts, capped pipeline verdicts, calls it left out): (key, id, state, reason) per stream."""
+    out: list[Any] = []
+    untold = 0
+    for pipeline in (Pipeline(name="in", config=config), CappedPipeline(name="in", config=config, keep=keep)):
+        decoder = PushDecoder("in")
+        for event in [*decoder.feed(raw), *decoder.close()]:
+            pipeline.feed(event)
+        pipeline.close()
+        out.append([[(c.key, c.call_id, c.state.value, c.reason) for c in r.calls] for r in pipeline.results()])
+        untold = getattr(pipeline, "untold", 0)
+    return out[0], out[1], untold
+
+
+def test_a_second_message_start_holding_whole_blocks_is_capped_against_its_own_stream() -> None:
+    """A message_start that holds tool_use blocks is one event: its stream start, then its
+    calls. They were capped against the keys and ids of the stream before it: a block at
+    an index that stream used, with another id, was taken for a restart (and left out),
+    and one with the same id for a call followed (and not counted)."""
+    config = AssembleConfig(max_tool_calls_per_run=1)
+    first = [anthropic_message("m1", []), *anthropic_call(0, "P"), *anthropic_call(1, "Q"), *END]
+    blocks = [{"type": "tool_use", "id": "R", "name": "f", "input": {"a": 1}}, {"type": "tool_use", "id": "Q", "name": "f", "input": {"b": 2}}]
+    full, shown, untold = capped_verdicts(sse([*first, anthropic_message("m2", blocks), *END]).encode(), config, keep=3)
+    assert full[0][1] == ((1,), "Q", "failed", "budget_exceeded: more than 1 committed calls in this run")
+    assert full[1][1] == ((1,), "Q", "failed", "stream_error: call id already answered with an error result in an earlier stream")
+    assert shown[0] == full[0] and shown[1] == full[1][:1] and untold == 1  # the first 3 calls of the input
+
+
+def test_events_held_until_the_dialect_is_known_are_capped_too() -> None:
+    """A ping before the message_start: both are held until the message_start tells the
+    dialect, then their ops applied; those were not capped (all 50 calls followed)."""
+    blocks = [{"type": "tool_use", "id": f"t{i}", "name": "f", "input": {"a": i}} for i in range(50)]
+    raw = sse([{"type": "ping"}, anthropic_message("m1", blocks), *END]).encode()
+    full, shown, untold = capped_verdicts(raw, None, keep=5)
+    assert len(full[0]) == 50 and shown[0] == full[0][:5] and untold == 45

@@ -50,7 +50,7 @@ from toollatch.core.model import (
     TERMINAL_STATES,
 )
 from toollatch.core import identity, stream_end
-from toollatch.core.calls import CallRecord, RunBudget, append_varint, keep_one_record_per_id, owed_results
+from toollatch.core.calls import CallRecord, RunBudget, append_varint, owed_results
 from toollatch.core.openorder import AwaitingCount
 from toollatch.redaction.redact import AssemblyEvent, CallView, EventKind
 from toollatch.core.registry import ToolRegistry
@@ -84,6 +84,7 @@ class Assembler:
         progress_events: bool = True,
         emit_events: bool = True,
         committed_ids: set[str] | None = None,
+        answered_ids: set[str] | None = None,
         coalesce_progress: bool = False,
     ) -> None:
         self.dialect = dialect
@@ -114,6 +115,9 @@ class Assembler:
         # streams (an id there never commits again)
         self._committed_ids: set[str] = set()
         self._run_ids = self._committed_ids if committed_ids is None else committed_ids
+        # tool_call_ids that error results of the earlier streams of the input answer
+        # (``answered_ids``, shared by a Pipeline's streams); this stream's join at its end
+        self._answered_ids: set[str] = set() if answered_ids is None else answered_ids
         # how many client calls of the stream carry each tool_call_id (identity.hold)
         self._holders: dict[str, int] = {}
         # calls a reader left out: key -> (tool_call_id, client call?) (identity.left_out)
@@ -325,8 +329,7 @@ class Assembler:
             self._emit(out, "state", call)
 
     def _set_end(self, end: StreamEndKind, detail: str | None, out: list[AssemblyEvent]) -> None:
-        if len(self._calls) > 1:
-            keep_one_record_per_id(self._calls.values(), by_key=self.config.finalize_order != "arrival")
+        stream_end.settle_ids(self)
         self._end, self._end_detail = end, detail
         self.ended = True
         self._left_out = None  # no latch is left to count them for

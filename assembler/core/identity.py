@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from toollatch.core import stream_end
 from toollatch.core.calls import CallRecord
-from toollatch.core.model import COMMITTED, OPEN, TERMINAL_STATES, CallIdentity, CallKey, CallsLeftOut, CallStart, Reason, Transition
+from toollatch.core.model import COMMITTED, OPEN, TERMINAL_STATES, CallIdentity, CallsLeftOut, CallStart, Reason, Transition
 from toollatch.redaction.redact import AssemblyEvent
 
 #: Builds a :class:`Transition` from a tuple of its fields without its Python-level ``__new__``.
@@ -109,6 +109,9 @@ def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None
             if call.executor == "client":
                 hold(asm, call.call_id, -1)
                 hold(asm, op.call_id)
+                if call.repaired and call.reason in stream_end.REFUSED:  # refused for its first id only
+                    call.repaired = False  # the final one owes this error result (unless answered too: below)
+                    call.reason = Reason.STREAM_ERROR.with_detail("its first call id was answered in an earlier stream")
             call.call_id, changed = op.call_id, True
             call.not_unicode = tuple(f for f in call.not_unicode if f != "call_id") + (("call_id",) if "call_id" in op.not_unicode else ())
             asm._quirk("call_id_replaced", out)
@@ -129,7 +132,7 @@ def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None
         if call.call_id and call.executor == "client" and call.machine.state is not COMMITTED:
             if call.machine.state not in TERMINAL_STATES:
                 stream_end.id_taken(asm, call, out)
-            elif call.call_id in asm._run_ids and call.call_id not in asm._committed_ids:  # committed in an earlier stream
+            elif stream_end.answered_before(asm, call.call_id):  # an earlier stream answered it
                 call.repaired = True  # (one of this stream: the stream end keeps one record per id)
     if conflict is not None and call.machine.state not in TERMINAL_STATES:
         declared = asm.registry is not None and conflict in asm.registry

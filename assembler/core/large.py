@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Container
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-from toollatch.core.model import CallIdentity, CallKey, CallsLeftOut, CallStart, Op
+from toollatch.core.capcalls import TOLD_PER_OP, Capped, KnownKeys, cap_new_calls, key_ids
+from toollatch.core.model import CallKey, Op
 from toollatch.core.pipeline import Pipeline
 from toollatch.dialects import ADAPTERS, DialectAdapter, detect, make_adapter
 from toollatch.redaction.redact import AssemblyEvent
@@ -57,94 +58,31 @@ def read_unparsed(event: ProviderEvent, name: str) -> ProviderEvent:
     return _parse_payload(event.raw, event.event, name, event.line, event.offset, event.framing)
 
 
-def cap_new_calls(
-    ops: list[Op], known: Container[CallKey], keep: int, earlier: Container[CallKey] = frozenset()
-) -> tuple[list[Op], set[CallKey]]:
-    """``ops`` with the ops of every call past the first ``keep`` new ones left out:
-    ``(kept ops, keys left out)``. A call is new when its key is not in ``known`` (the
-    keys the stream already has: :meth:`~toollatch.core.pipeline.Pipeline.call_keys`);
-    ops of a key in ``earlier`` (calls left out before) are left out too, and not counted
-    again. Ops without a key (stream start, end, quirks) are always kept, in order. The
-    :class:`~toollatch.core.model.CallStart` ops of the calls left out, and their
-    :class:`~toollatch.core.model.CallIdentity` ops that name an id, are kept as
-    :class:`~toollatch.core.model.CallsLeftOut` ops where they were, so the assembler
-    counts their tool_call_ids as the library's reader does (a call followed that shares
-    its id with one left out fails alike).
-
-    A :class:`~toollatch.core.model.CallStart` with another tool_call_id at a key that
-    has a call (the assembler's restart: another call, the first one fails) is a new call
-    too: past ``keep``, it and the later ops of its key are left out. Known keys' ids are
-    read from ``known`` where it has a ``call_id(key)`` method (:class:`_KnownKeys`)."""
-    kept: list[Op] = []
-    opened: set[CallKey] = set()
-    new_calls = 0
-    ids: dict[CallKey, str | None] = {}  # tool_call_id of each key these ops touched, as the ops set it
-    known_id = getattr(known, "call_id", None)
-    left_out: set[CallKey] = set()
-    told: list[CallStart | CallIdentity] = []  # identity ops of calls left out, since the last op kept
-    for op in ops:
-        key = getattr(op, "key", None)
-        if key is not None:
-            kind = type(op)
-            call_id = getattr(op, "call_id", None) if kind is CallStart or kind is CallIdentity else None
-            if key in left_out or key in earlier:
-                new = leave = True
-            else:
-                new = key not in opened and key not in known
-                if not new and call_id:
-                    current = ids[key] if key in ids else (known_id(key) if known_id is not None else None)
-                    if kind is CallStart and current is not None:
-                        new = current != call_id  # another id: a restart, another call
-                    elif current is None or op.final:  # type: ignore[union-attr]
-                        ids[key] = call_id  # the id the call now has (a repeated start fills it too)
-                leave = new and new_calls >= keep
-            if leave:  # a call left out
-                if key not in earlier:
-                    left_out.add(key)
-                if kind is CallStart or call_id:
-                    told.append(op)  # type: ignore[arg-type]
-                continue
-            if new:
-                opened.add(key)
-                new_calls += 1
-                ids[key] = call_id
-        if told:
-            _tell(kept, told)
-        kept.append(op)
-    if told:
-        _tell(kept, told)
-    return kept, left_out
-
-
-#: Identity ops of calls left out per :class:`~toollatch.core.model.CallsLeftOut` op: one
-#: such op costs the assembler about as much as this many ops of a call followed, so a
-#: part of an event applied between two yields of the event loop stays as short.
-TOLD_PER_OP = 32
-
-
-def _tell(kept: list[Op], told: list[CallStart | CallIdentity]) -> None:
-    """Append to ``kept`` the identity ops ``told`` of calls left out, in
-    :class:`~toollatch.core.model.CallsLeftOut` ops of at most :data:`TOLD_PER_OP`; empty ``told``."""
-    kept.extend(CallsLeftOut(tuple(told[i : i + TOLD_PER_OP])) for i in range(0, len(told), TOLD_PER_OP))
-    told.clear()
-
-
 @dataclass
 class LargeEvent:
     """What :func:`read_large_event` read. ``ops`` is None when the event is for
     :meth:`~toollatch.core.pipeline.Pipeline.feed` as it is (``event``: parsed; an
     unreadable payload, or an event the pipeline's ``ops_of`` would not take); else the
-    event's ops, of at most ``keep`` new calls, with ``left_out`` the keys of the calls left
-    out. ``adopt``: the dialect and adapter the input's first event told, to hand to
+    event's ops, of at most ``keep`` new calls, and ``capped`` what
+    :func:`~toollatch.core.capcalls.cap_new_calls` left out. ``adopt``: the dialect and
+    adapter the input's first event told, to hand to
     :meth:`~toollatch.core.pipeline.Pipeline.adopt` before the ops are applied."""
 
     event: ProviderEvent
-    ops: list[Op] | None = None
-    left_out: set[CallKey] = field(default_factory=set)
+    capped: Capped | None = None
     adopt: tuple[str, DialectAdapter] | None = None
     #: the input's adapter after this event (a copy of the one given, fed it): the read
     #: never changes the pipeline's own, so a read thrown away leaves no trace
     adapter: DialectAdapter | None = None
+
+    @property
+    def ops(self) -> list[Op] | None:
+        return None if self.capped is None else self.capped.ops
+
+    @property
+    def left_out(self) -> set[CallKey]:
+        """Keys of the calls left out (of the stream the ops end in)."""
+        return set() if self.capped is None else self.capped.left_out
 
 
 def read_large_event(
@@ -154,16 +92,17 @@ def read_large_event(
     keep: int,
     name: str,
     earlier: Container[CallKey] = frozenset(),
+    began: bool = True,
 ) -> LargeEvent:
     """Read one deferred ``event`` of an input whose pipeline is in ``state``
     (:meth:`~toollatch.core.pipeline.Pipeline.adapter_state`, taken when the event was
     reached) into its ops, keeping the first ``keep`` calls it opens (:func:`cap_new_calls`
-    against ``known`` and ``earlier``). Meant for a worker thread while nothing else feeds that pipeline:
+    against ``known``, ``earlier`` and ``began``). Meant for a worker thread while nothing else feeds that pipeline:
     it feeds the pipeline's adapter (or a new one, for the first event), never the pipeline
     itself (:meth:`~toollatch.core.pipeline.Pipeline.held_ops` on one made for it: framing
     notes and adapter faults as the pipeline makes them)."""
     with collector_paused():  # a million objects built and let go: walked in small steps, never all at once
-        return _read(event, state, known, keep, name, earlier)
+        return _read(event, state, known, keep, name, earlier, began)
 
 
 def _read(
@@ -173,6 +112,7 @@ def _read(
     keep: int,
     name: str,
     earlier: Container[CallKey],
+    began: bool,
 ) -> LargeEvent:
     parsed = read_unparsed(event, name)
     if parsed.error is not None or parsed.data is None:
@@ -187,41 +127,26 @@ def _read(
         adopt = (dialect, adapter)
     else:  # a copy: a read thrown away leaves the input's adapter as it was
         adapter, ops = Pipeline(name=name).held_ops(dialect, [parsed], copy.deepcopy(adapter))  # type: ignore[arg-type]
-    kept, left_out = cap_new_calls(ops, known, keep, earlier)
-    return LargeEvent(parsed._replace(data=None), kept, left_out, adopt, adapter if adopt is None else None)
-
-
-class KeyIds(dict[CallKey, "str | None"]):
-    """A copy of the keys a stream's ops named its calls by, each with the tool_call_id of
-    the call there (for :func:`cap_new_calls` in a worker thread: it tells a restart)."""
-
-    def call_id(self, key: CallKey) -> str | None:
-        return self.get(key)
-
-
-def key_ids(pipeline: Pipeline) -> KeyIds:
-    """:class:`KeyIds` of ``pipeline``'s current stream (aliases included); O(calls)."""
-    ids = KeyIds()
-    if pipeline._streams:
-        stream = pipeline._streams[-1]
-        calls = stream._calls
-        ids.update((key, call.call_id) for key, call in calls.items())
-        ids.update((key, calls[target].call_id) for key, target in stream._alias.items())
-    return ids
+    capped = cap_new_calls(ops, known, keep, earlier, began)
+    return LargeEvent(parsed._replace(data=None), capped, adopt, adapter if adopt is None else None)
 
 
 def read_now(pipeline: Pipeline, event: ProviderEvent, keep: int, earlier: Container[CallKey] = frozenset()) -> LargeEvent:
     """:func:`read_large_event` of ``event`` for ``pipeline`` in its present state, on the
     calling thread (an adapter to adopt is left to the caller:
     :meth:`CappedPipeline.take`)."""
-    return read_large_event(event, pipeline.adapter_state(), key_ids(pipeline), keep, pipeline.name, earlier)
+    stream = pipeline._streams[-1] if pipeline._streams else None
+    began = stream is not None and stream.began
+    return read_large_event(event, pipeline.adapter_state(), key_ids(stream), keep, pipeline.name, earlier, began)
 
 
 def reader(pipeline: CappedPipeline, event: ProviderEvent) -> Callable[[], LargeEvent]:
     """:func:`read_large_event` of ``event`` for ``pipeline`` as it stands now (its state,
     known calls, room and calls left out taken at once), to run later in a worker thread
     while nothing feeds ``pipeline``; apply the answer with :meth:`CappedPipeline.take`."""
-    args = (event, pipeline.adapter_state(), key_ids(pipeline), pipeline.room(), pipeline.name, frozenset(pipeline.earlier()))
+    stream = pipeline._streams[-1] if pipeline._streams else None
+    began = stream is not None and stream.began
+    args = (event, pipeline.adapter_state(), key_ids(stream), pipeline.room(), pipeline.name, frozenset(pipeline.earlier()), began)
     return lambda: read_large_event(*args)
 
 
@@ -232,23 +157,6 @@ CALLS_FOLLOWED = 1000
 def is_large(event: ProviderEvent) -> bool:
     """``event``'s payload is over :data:`LARGE_PAYLOAD_CHARS` characters (or left unparsed)."""
     return event.data is UNPARSED or (event.raw is not None and len(event.raw) > LARGE_PAYLOAD_CHARS)
-
-
-class _KnownKeys:
-    """The keys a stream's ops named its calls by, looked up in place (no copy per event)."""
-
-    __slots__ = ("_calls", "_alias")
-
-    def __init__(self, stream: Any) -> None:
-        self._calls, self._alias = stream._calls, stream._alias
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._calls or key in self._alias
-
-    def call_id(self, key: CallKey) -> str | None:
-        """The tool_call_id of the call at ``key`` now (None: none yet, or no call)."""
-        call = self._calls.get(self._alias.get(key, key))
-        return None if call is None else call.call_id
 
 
 class CappedPipeline(Pipeline):
@@ -267,6 +175,7 @@ class CappedPipeline(Pipeline):
         #: keys of the current stream's calls left out (their later ops are dropped)
         self.left_out: set[CallKey] = set()
         self._left_in: object = None  # the stream those keys belong to
+        self._next_left: set[CallKey] | None = None  # those of the stream the ops applied next begin
         self._before = 0  # calls of the streams before that one
         self._untold = 0  # calls left out, every stream
 
@@ -295,19 +204,26 @@ class CappedPipeline(Pipeline):
             self.adopt(*read.adopt)
         elif read.adapter is not None and self._adapter is not None:
             self._adapter = read.adapter  # the copy the read fed
-        if read.ops is None:
+        if read.capped is None:
             return super().feed(read.event)
-        self._leave_out(read.left_out)
-        return self.apply_ops(read.ops)
+        self._leave_out(read.capped)
+        return self.apply_ops(read.capped.ops)
 
     def ops_of(self, event: ProviderEvent) -> list[Op] | None:
         """The pipeline's ops of ``event``, without those of the calls left out."""
-        ops = super().ops_of(event)
-        if not ops or (not self.left_out and len(ops) <= self.room()):  # each op opens one call at most
+        return self._capped(super().ops_of(event))
+
+    def _held_ops(self) -> list[Op]:
+        """The held events' ops (those before and of the event that told the dialect), capped alike."""
+        return self._capped(super()._held_ops()) or []
+
+    def _capped(self, ops: list[Op] | None) -> list[Op] | None:
+        if not ops or (not self.earlier() and len(ops) <= self.room()):  # each op opens one call at most
             return ops
-        kept, left_out = cap_new_calls(ops, _KnownKeys(self._streams[-1]) if self._streams else (), self.room(), self.earlier())
-        self._leave_out(left_out)
-        return kept
+        stream = self._streams[-1] if self._streams else None
+        capped = cap_new_calls(ops, KnownKeys(stream) if stream is not None else (), self.room(), self.earlier(), stream is not None and stream.began)
+        self._leave_out(capped)
+        return capped.ops
 
     def close(self) -> list[AssemblyEvent]:
         out = super().close()
@@ -331,11 +247,16 @@ class CappedPipeline(Pipeline):
         """The calls left out of the current stream (none once another stream began)."""
         current = self._streams[-1] if self._streams else None
         if self._left_in is not current:
-            self.left_out, self._left_in = set(), current
+            self.left_out, self._left_in = self._next_left or set(), current
+            self._next_left = None
             self._before = sum(len(stream._calls) for stream in self._streams[:-1])
         return self.left_out
 
-    def _leave_out(self, keys: set[CallKey]) -> None:
-        if keys:
-            self.earlier().update(keys)
-            self._untold += len(keys)
+    def _leave_out(self, capped: Capped) -> None:
+        """Count the calls ``capped`` left out; its keys join those of the current stream,
+        or of the stream its ops begin (the first, or another after a stream start)."""
+        self._untold += capped.untold
+        if capped.new_stream or not self._streams:
+            self._next_left = capped.left_out
+        elif capped.left_out:
+            self.earlier().update(capped.left_out)

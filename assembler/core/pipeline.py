@@ -86,6 +86,7 @@ class Pipeline:
         # tool_call_ids committed in any stream of this input: a message restarted in the
         # same input cannot commit (and run) one id a second time
         self._committed_ids: set[str] = set()
+        self._answered_ids: set[str] = set()  # tool_call_ids the error results of ended streams answer
         self._closed = False
         #: the current stream while the dialect is known and input is open: feed's hot path
         self._hot: Assembler | None = None
@@ -373,6 +374,7 @@ class Pipeline:
             progress_events=self.progress_events,
             emit_events=self.emit_events,
             committed_ids=self._committed_ids,
+            answered_ids=self._answered_ids,
             coalesce_progress=self.coalesce_progress,
         )
         self._streams.append(stream)

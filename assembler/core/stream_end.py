@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from toollatch.core.calls import CallRecord
+from toollatch.core.calls import CallRecord, keep_one_record_per_id
 from toollatch.core.finalize import Verdict, check_arguments, check_json
 from toollatch.core.model import (
     ARGS_COMPLETE,
@@ -160,13 +160,27 @@ def id_taken(asm: Assembler, call: CallRecord, out: list[AssemblyEvent]) -> bool
     other committed first or not, so a reader that left the other call out gives the same
     verdict). Asked when a call starts or learns an id, and at the latch. True when it failed."""
     call_id = call.call_id
-    if call_id in asm._run_ids and call_id not in asm._committed_ids:
-        refuse_reused_id(asm, call, out)
+    answered = answered_before(asm, call_id)  # type: ignore[arg-type]
+    if answered is not None:
+        refuse_reused_id(asm, call, out, answered)
         return True
     if asm._holders.get(call_id, 0) > 1 or call_id in asm._committed_ids:  # type: ignore[arg-type]
         share_id(asm, call, out)
         return True
     return False
+
+
+def settle_ids(asm: Assembler) -> None:
+    """At the stream's end: one record per tool_call_id in the finalized message
+    (:func:`~toollatch.core.calls.keep_one_record_per_id`), and the ids its error results
+    answer noted for the input's later streams (:func:`answered_before`). O(calls)."""
+    calls = asm._calls.values()
+    if len(calls) > 1:
+        keep_one_record_per_id(calls, by_key=asm.config.finalize_order != "arrival")
+    answered = asm._answered_ids
+    for call in calls:
+        if call.call_id and call.executor == "client" and not call.repaired and call.machine.state is not COMMITTED:
+            answered.add(call.call_id)
 
 
 def share_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent]) -> None:
@@ -176,12 +190,29 @@ def share_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent]) -> None
     asm._fail(call, Reason.STREAM_ERROR.with_detail("call id used by more than one call"), out)
 
 
-def refuse_reused_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent]) -> None:
-    """A call carrying the tool_call_id of a call committed in an earlier stream of the
-    run: it never commits, owes no result of its own (the id is answered by the committed
-    call) and is dropped from the finalized message, which cannot hold one id twice."""
+#: Why a call whose tool_call_id an earlier stream of the input answered fails.
+USED_BY_A_COMMITTED_CALL = "call id already used by a committed call"
+ANSWERED_BEFORE = "call id already answered with an error result in an earlier stream"
+REFUSED = frozenset(Reason.STREAM_ERROR.with_detail(d) for d in (USED_BY_A_COMMITTED_CALL, ANSWERED_BEFORE))
+
+
+def answered_before(asm: Assembler, call_id: str) -> str | None:
+    """Why ``call_id`` is not a call's own to answer: an earlier stream of the input answered
+    it (a call committed there, or an error result owed there); None when none did."""
+    if call_id in asm._run_ids and call_id not in asm._committed_ids:
+        return USED_BY_A_COMMITTED_CALL
+    if call_id in asm._answered_ids:
+        return ANSWERED_BEFORE
+    return None
+
+
+def refuse_reused_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent], why: str = USED_BY_A_COMMITTED_CALL) -> None:
+    """A call carrying a tool_call_id an earlier stream of the input answered (``why``:
+    :func:`answered_before`): it never commits, owes no result of its own (the id is
+    answered already: by the committed call's execution, or by its error result) and is
+    dropped from the finalized message, which cannot hold one id twice."""
     call.repaired = True
-    asm._fail(call, Reason.STREAM_ERROR.with_detail("call id already used by a committed call"), out)
+    asm._fail(call, Reason.STREAM_ERROR.with_detail(why), out)
 
 
 def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[str, list[CallRecord]]:

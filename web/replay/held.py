@@ -58,7 +58,9 @@ class OpsLeft:
     def hold_read(self, read: LargeEvent) -> LargeEvent:
         """Hold the ops of ``read``; ``read`` without them, for the pipeline to take."""
         self.hold(read.ops or [])
-        return dataclasses.replace(read, ops=[])
+        if read.capped is None:
+            return read
+        return dataclasses.replace(read, capped=dataclasses.replace(read.capped, ops=[]))
 
     def progress(self) -> tuple[int, int]:
         """``(ops applied, ops in all)`` of the event held."""
