@@ -57,6 +57,12 @@ _INFLATE_STEP = 256 * 1024
 BLANK_HEAD_LIMIT = 64 * 1024
 
 
+#: How an SSE input's first line starts (a data or event field, a comment). No other framing
+#: does: an AWS event stream's first bytes are its first frame's length (these would mean a
+#: frame of over 900 MB, where frames are at most 16 MiB), JSON starts with ``{`` or ``[``,
+#: gzip with 0x1f 0x8b, an HTTP head with ``HTTP/``.
+_SSE_FIRST = (b"data:", b"event:", b":")
+
 class PushDecoder:
     """One input's bytes → provider events, in arrival order.
 
@@ -142,6 +148,10 @@ class PushDecoder:
         """Pick the framing from the head held so far; False: read more first (the rules of
         :func:`toollatch.wire.capture.iter_capture`, HTTP heads skipped, gzip added)."""
         head = self._head
+        if head.startswith(_SSE_FIRST):  # the common input: SSE from its first byte, nothing else starts so
+            self._mode = "sse"
+            self._sse = FastSSEDecoder()
+            return True
         # the head without its leading blank bytes, copied only when it has some
         body = head if head[:1] not in _BLANK_FIRST else head.lstrip(_BLANK)
         if not final:
