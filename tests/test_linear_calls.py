@@ -113,3 +113,27 @@ def test_the_count_sees_a_scan_per_call() -> None:
         return lines_run(run)
 
     assert scanning(SMALL * FACTOR) / scanning(SMALL) > LIMIT
+
+
+def test_a_capped_pipeline_does_linear_work_in_the_streams_of_an_input() -> None:
+    """The dashboard's pipeline over an input of many empty streams (each a message_start
+    and a message_stop): the calls of the streams before the current one are counted as
+    they end, not summed again at each new stream."""
+    from toollatch.core.large import CappedPipeline
+    from toollatch.wire.capture import read_capture
+
+    one = b'event: message_start\ndata: {"type": "message_start", "message": {"id": "m", "content": []}}\n\nevent: message_stop\ndata: {"type": "message_stop"}\n\n'
+
+    def lines(n: int) -> int:
+        events = read_capture(one * n)
+
+        def run() -> None:
+            pipeline = CappedPipeline(name="in", keep=2, emit_events=False)
+            for event in events:
+                pipeline.feed(event)
+            pipeline.close()
+
+        return lines_run(run)
+
+    small, large = lines(SMALL), lines(SMALL * FACTOR)
+    assert large / small < LIMIT, f"{FACTOR}x the streams ran {large / small:.1f}x the lines ({small} -> {large})"

@@ -407,6 +407,33 @@ def test_a_final_id_on_a_call_refused_for_its_first_id_owes_an_error_result() ->
     assert sorted(_answers(pipeline)) == ["b", "d"]
 
 
+def test_the_last_final_id_of_a_refused_call_is_answered() -> None:
+    """A refused call given two final ids (response.completed lists its item twice): the
+    first was answered in an earlier stream too, the last was not; the call is judged again
+    at each, and owes its error result under the last."""
+    def fc(item_id: str, call_id: str, arguments: str) -> dict[str, Any]:
+        return {"type": "function_call", "id": item_id, "call_id": call_id, "name": "f", "arguments": arguments}
+
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": "r1"}}]
+    for index, call_id in enumerate("ab"):
+        events.append({"type": "response.output_item.added", "output_index": index, "item": fc(f"i{call_id}", call_id, "")})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": fc(f"i{call_id}", call_id, '{"q":1}')})
+    events += [
+        {"type": "response.completed", "response": {"id": "r1", "output": []}},
+        {"type": "response.created", "response": {"id": "r2"}},
+        {"type": "response.output_item.added", "output_index": 0, "item": fc("i2", "a", "")},
+        {"type": "response.completed", "response": {"id": "r2", "output": [fc("i2", "b", '{"q":2}'), fc("i2", "d", '{"q":2}')]}},
+    ]
+    wire = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+    pipeline = Pipeline()
+    for event in read_capture(wire):
+        pipeline.feed(event)
+    pipeline.close()
+    (call,) = pipeline.results()[1].calls
+    assert call.call_id == "d" and not call.repaired
+    assert sorted(_answers(pipeline)) == ["a", "b", "d"]
+
+
 def test_committed_ids_belong_to_one_input_even_when_pipelines_share_a_budget() -> None:
     first = Pipeline()
     second = Pipeline(budget=first.budget)  # two turns of one run: commits are counted together

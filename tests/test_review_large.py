@@ -352,3 +352,28 @@ def test_events_held_until_the_dialect_is_known_are_capped_too() -> None:
     raw = sse([{"type": "ping"}, anthropic_message("m1", blocks), *END]).encode()
     full, shown, untold = capped_verdicts(raw, None, keep=5)
     assert len(full[0]) == 50 and shown[0] == full[0][:5] and untold == 45
+
+
+def anthropic_open_block(index: int, call_id: str, partial: str) -> list[dict[str, Any]]:
+    """A tool_use block started and given a fragment, never stopped."""
+    return anthropic_call(index, call_id)[:1] + [{"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": partial}}]
+
+
+def test_a_provider_word_a_call_left_out_may_hold_is_hidden_on_the_dashboard_too() -> None:
+    """The library hides an error type that a call which did not commit holds in its text;
+    a call left out has no text here, so a word outside the providers' vocabulary is hidden
+    whenever calls were left out (a documented word is still shown)."""
+    cases = [("acme_db_pass", '{"pw":"acme_db_pass"}', "(hidden value, 12 characters)"), ("overloaded_error", '{"pw":"x"}', "overloaded_error")]
+    for word, text, shown_as in cases:
+        docs = [anthropic_message("m1", []), *anthropic_open_block(0, "a", '{"q":1}'), *anthropic_open_block(1, "b", text)]
+        docs.append({"type": "error", "error": {"type": word, "message": "x"}})
+        full, shown, _ = capped_verdicts(sse(docs).encode(), None, keep=1)
+        assert full[0][0][3] == shown[0][0][3] == f"stream_error: {shown_as}"
+
+
+def test_calls_after_a_stream_end_are_no_calls_for_the_cap() -> None:
+    """Blocks after message_stop are ignored by the assembler (op_after_stream_end): they
+    neither take the room nor count as left out."""
+    docs = [anthropic_message("m1", []), *anthropic_call(0, "a"), *anthropic_call(1, "b"), *END, *anthropic_call(2, "c"), *anthropic_call(3, "d")]
+    full, shown, untold = capped_verdicts(sse(docs).encode(), None, keep=1)
+    assert [len(s) for s in full] == [2] and shown[0] == full[0][:1] and untold == 1

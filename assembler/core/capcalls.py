@@ -16,7 +16,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
-from toollatch.core.model import ArgsFragment, CallIdentity, CallKey, CallsLeftOut, CallStart, Op, Quirk, StreamStart
+from toollatch.core.model import ArgsFragment, CallIdentity, CallKey, CallsLeftOut, CallStart, Cancel, Op, Quirk, StreamEnd, StreamError, StreamStart, StreamTruncated
 
 __all__ = ["TOLD_PER_OP", "Capped", "KeyIds", "KnownKeys", "cap_new_calls", "key_ids"]
 
@@ -28,6 +28,8 @@ TOLD_PER_OP = 32
 #: Ops that open a call at a key that has none (the assembler's ``start``); any other op
 #: there (a block stop, a truncation) changes nothing and is no call.
 _OPENERS = (CallStart, CallIdentity, ArgsFragment)
+#: Ops that end a stream: the assembler ignores every op after one (quirk ``op_after_stream_end``).
+_ENDS = (StreamEnd, StreamError, StreamTruncated, Cancel)
 
 
 @dataclass(slots=True)
@@ -46,7 +48,7 @@ class Capped:
 
 
 def cap_new_calls(
-    ops: list[Op], known: Container[CallKey], keep: int, earlier: Container[CallKey] = frozenset(), began: bool = True
+    ops: list[Op], known: Container[CallKey], keep: int, earlier: Container[CallKey] = frozenset(), began: bool = True, ended: bool = False
 ) -> Capped:
     """``ops`` (one event's, in order) with the ops of every call past the first ``keep``
     new ones left out. A call is new when its key is not in ``known`` (the keys the current
@@ -57,8 +59,10 @@ def cap_new_calls(
     that has a call (the assembler's restart: another call, the first one fails) is new
     too; known keys' ids are read from ``known`` where it has a ``call_id(key)`` method.
     A :class:`~toollatch.core.model.StreamStart` after the stream began (``began``: the
-    current stream had an op) begins another stream, with no keys known or left out.
-    Ops without a key (stream start, end, quirks) are always kept, in order.
+    current stream had an op) begins another stream, with no keys known or left out; ops
+    after a stream's end (``ended``: the current stream's) until then open no call (the
+    assembler ignores them) and are kept. Ops without a key (stream start, end, quirks)
+    are always kept, in order.
 
     The :class:`~toollatch.core.model.CallStart` ops of the calls left out, and their
     :class:`~toollatch.core.model.CallIdentity` ops that name an id, are kept as
@@ -77,7 +81,7 @@ def cap_new_calls(
     for op in ops:
         kind = type(op)
         key = getattr(op, "key", None)
-        if key is not None:
+        if key is not None and not ended:
             call_id = getattr(op, "call_id", None) if kind is CallStart or kind is CallIdentity else None
             if key in left_out or key in earlier:
                 leave = True
@@ -106,7 +110,9 @@ def cap_new_calls(
             if began:  # another stream (Pipeline._apply_all): its keys are its own
                 known, known_id, earlier = (), None, frozenset()
                 opened, ids, left_out = set(), {}, set()
-                new_stream = True
+                new_stream, ended = True, False
+        elif kind in _ENDS:
+            ended = True
         if kind is not Quirk:
             began = True  # as the assembler counts it
         if told:

@@ -111,7 +111,7 @@ def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None
                 hold(asm, op.call_id)
                 if call.repaired and call.reason in stream_end.REFUSED:  # refused for its first id only
                     call.repaired = False  # the final one owes this error result (unless answered too: below)
-                    call.reason = Reason.STREAM_ERROR.with_detail("its first call id was answered in an earlier stream")
+                    call.reason = Reason.STREAM_ERROR.with_detail(stream_end.FIRST_ID_ANSWERED)
             call.call_id, changed = op.call_id, True
             call.not_unicode = tuple(f for f in call.not_unicode if f != "call_id") + (("call_id",) if "call_id" in op.not_unicode else ())
             asm._quirk("call_id_replaced", out)

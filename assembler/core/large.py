@@ -93,16 +93,17 @@ def read_large_event(
     name: str,
     earlier: Container[CallKey] = frozenset(),
     began: bool = True,
+    ended: bool = False,
 ) -> LargeEvent:
     """Read one deferred ``event`` of an input whose pipeline is in ``state``
     (:meth:`~toollatch.core.pipeline.Pipeline.adapter_state`, taken when the event was
     reached) into its ops, keeping the first ``keep`` calls it opens (:func:`cap_new_calls`
-    against ``known``, ``earlier`` and ``began``). Meant for a worker thread while nothing else feeds that pipeline:
+    against ``known``, ``earlier``, ``began`` and ``ended``). Meant for a worker thread while nothing else feeds that pipeline:
     it feeds the pipeline's adapter (or a new one, for the first event), never the pipeline
     itself (:meth:`~toollatch.core.pipeline.Pipeline.held_ops` on one made for it: framing
     notes and adapter faults as the pipeline makes them)."""
     with collector_paused():  # a million objects built and let go: walked in small steps, never all at once
-        return _read(event, state, known, keep, name, earlier, began)
+        return _read(event, state, known, keep, name, earlier, began, ended)
 
 
 def _read(
@@ -113,6 +114,7 @@ def _read(
     name: str,
     earlier: Container[CallKey],
     began: bool,
+    ended: bool,
 ) -> LargeEvent:
     parsed = read_unparsed(event, name)
     if parsed.error is not None or parsed.data is None:
@@ -127,7 +129,7 @@ def _read(
         adopt = (dialect, adapter)
     else:  # a copy: a read thrown away leaves the input's adapter as it was
         adapter, ops = Pipeline(name=name).held_ops(dialect, [parsed], copy.deepcopy(adapter))  # type: ignore[arg-type]
-    capped = cap_new_calls(ops, known, keep, earlier, began)
+    capped = cap_new_calls(ops, known, keep, earlier, began, ended)
     return LargeEvent(parsed._replace(data=None), capped, adopt, adapter if adopt is None else None)
 
 
@@ -136,8 +138,8 @@ def read_now(pipeline: Pipeline, event: ProviderEvent, keep: int, earlier: Conta
     calling thread (an adapter to adopt is left to the caller:
     :meth:`CappedPipeline.take`)."""
     stream = pipeline._streams[-1] if pipeline._streams else None
-    began = stream is not None and stream.began
-    return read_large_event(event, pipeline.adapter_state(), key_ids(stream), keep, pipeline.name, earlier, began)
+    began, ended = (stream.began, stream.ended) if stream is not None else (False, False)
+    return read_large_event(event, pipeline.adapter_state(), key_ids(stream), keep, pipeline.name, earlier, began, ended)
 
 
 def reader(pipeline: CappedPipeline, event: ProviderEvent) -> Callable[[], LargeEvent]:
@@ -145,8 +147,8 @@ def reader(pipeline: CappedPipeline, event: ProviderEvent) -> Callable[[], Large
     known calls, room and calls left out taken at once), to run later in a worker thread
     while nothing feeds ``pipeline``; apply the answer with :meth:`CappedPipeline.take`."""
     stream = pipeline._streams[-1] if pipeline._streams else None
-    began = stream is not None and stream.began
-    args = (event, pipeline.adapter_state(), key_ids(stream), pipeline.room(), pipeline.name, frozenset(pipeline.earlier()), began)
+    began, ended = (stream.began, stream.ended) if stream is not None else (False, False)
+    args = (event, pipeline.adapter_state(), key_ids(stream), pipeline.room(), pipeline.name, frozenset(pipeline.earlier()), began, ended)
     return lambda: read_large_event(*args)
 
 
@@ -177,6 +179,7 @@ class CappedPipeline(Pipeline):
         self._left_in: object = None  # the stream those keys belong to
         self._next_left: set[CallKey] | None = None  # those of the stream the ops applied next begin
         self._before = 0  # calls of the streams before that one
+        self._counted = 0  # streams whose calls _before counts
         self._untold = 0  # calls left out, every stream
 
     @property
@@ -221,7 +224,8 @@ class CappedPipeline(Pipeline):
         if not ops or (not self.earlier() and len(ops) <= self.room()):  # each op opens one call at most
             return ops
         stream = self._streams[-1] if self._streams else None
-        capped = cap_new_calls(ops, KnownKeys(stream) if stream is not None else (), self.room(), self.earlier(), stream is not None and stream.began)
+        known, began, ended = (KnownKeys(stream), stream.began, stream.ended) if stream is not None else ((), False, False)
+        capped = cap_new_calls(ops, known, self.room(), self.earlier(), began, ended)
         self._leave_out(capped)
         return capped.ops
 
@@ -249,7 +253,9 @@ class CappedPipeline(Pipeline):
         if self._left_in is not current:
             self.left_out, self._left_in = self._next_left or set(), current
             self._next_left = None
-            self._before = sum(len(stream._calls) for stream in self._streams[:-1])
+            ended = len(self._streams) - 1  # streams before the current one: they open no more calls
+            self._before += sum(len(stream._calls) for stream in self._streams[self._counted : ended])
+            self._counted = max(self._counted, ended)
         return self.left_out
 
     def _leave_out(self, capped: Capped) -> None:

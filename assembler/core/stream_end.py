@@ -193,7 +193,11 @@ def share_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent]) -> None
 #: Why a call whose tool_call_id an earlier stream of the input answered fails.
 USED_BY_A_COMMITTED_CALL = "call id already used by a committed call"
 ANSWERED_BEFORE = "call id already answered with an error result in an earlier stream"
-REFUSED = frozenset(Reason.STREAM_ERROR.with_detail(d) for d in (USED_BY_A_COMMITTED_CALL, ANSWERED_BEFORE))
+#: ... and why one refused so fails once a final id replaced the id it was refused for.
+FIRST_ID_ANSWERED = "its first call id was answered in an earlier stream"
+#: The reasons of a call refused for an id an earlier stream answered (each final id it is
+#: given is judged again: :func:`toollatch.core.identity.identity`).
+REFUSED = frozenset(Reason.STREAM_ERROR.with_detail(d) for d in (USED_BY_A_COMMITTED_CALL, ANSWERED_BEFORE, FIRST_ID_ANSWERED))
 
 
 def answered_before(asm: Assembler, call_id: str) -> str | None:
@@ -218,7 +222,10 @@ def refuse_reused_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent],
 def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[str, list[CallRecord]]:
     """For each provider word of ``words`` that ``detail`` shows (a stop reason, an error
     type or code: :mod:`toollatch.dialects.words`), the calls not yet committed whose
-    buffered argument text holds it. Reads each buffer once per word: linear."""
+    buffered argument text holds it. Reads each buffer once per word: linear. Where a
+    reader left calls of the stream out (:class:`~toollatch.core.model.CallsLeftOut`: no
+    text of theirs is here), a word outside the providers' known vocabulary may be held by
+    one of them: it maps to no call, and is hidden all the same (:func:`guard_words`)."""
     if not detail or not words:
         return {}
     calls = [call for call in asm._ordered() if (call.buffer or call.whole_arguments) and call.machine.state is not COMMITTED]
@@ -227,17 +234,24 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
         if word and word in detail:
             data = word.encode("utf-8", "surrogatepass")
             held = [call for call in calls if (call.buffer and data in call.buffer) or (call.whole_arguments and word in call.whole_arguments)]
-            if held:
+            if held or (asm._left_out and not _known_word(word)):
                 found[word] = held
     return found
 
 
+def _known_word(word: str) -> bool:
+    """``word`` is in a provider's documented vocabulary (:func:`toollatch.dialects.words.known`)."""
+    from toollatch.dialects.words import known  # the dialects import this package
+
+    return word.lower() in known()
+
+
 def guard_words(detail: str | None, found: dict[str, list[CallRecord]]) -> tuple[str | None, list[str]]:
     """``detail`` with each word of ``found`` (:func:`holders`) that a call which did not
-    commit holds hidden by its length: such a word could be the arguments leaking out
+    commit holds (or a call left out may hold: no calls) hidden by its length: such a word could be the arguments leaking out
     through the provider's reason field. Returns the detail and the words hidden (kept for
     *Reveal*)."""
-    hide = [w for w, calls in found.items() if any(c.machine.state is not COMMITTED for c in calls)]
+    hide = [w for w, calls in found.items() if not calls or any(c.machine.state is not COMMITTED for c in calls)]
     for word in sorted(hide, key=len, reverse=True):
         detail = detail.replace(word, hidden(word)) if detail else detail
     return detail, hide
