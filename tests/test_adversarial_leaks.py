@@ -361,3 +361,33 @@ def test_the_command_line_never_prints_a_failed_calls_text(tmp_path: Path, capsy
     assert tally.leaks == [], tally.leaks
     main(["assemble", "--reveal", str(tmp_path / "error_event.sse")])  # asked for: the provider's text is shown
     assert ERR in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("early", ["too_large", "shared_id"])
+def test_a_word_of_a_call_that_failed_before_the_end_is_hidden_in_every_output(early: str, tmp_path: Path) -> None:
+    """A call that fails before the stream ends (too large; its id taken) releases its text,
+    so its buffer can no longer be searched for the words of the end: an identifier-shaped
+    error type quoting it was shown on the card, the JSON twin, export.md, the report and in
+    websocket frames. Such a word (outside the providers' vocabulary) is now hidden."""
+    word = "zq_canary_secret_w7"
+
+    def start(i: int, cid: str) -> dict[str, Any]:
+        return _chunk({"tool_calls": [{"index": i, "id": cid, "type": "function", "function": {"name": "lookup", "arguments": ""}}]})
+
+    def args(i: int, text: str) -> dict[str, Any]:
+        return _chunk({"tool_calls": [{"index": i, "function": {"arguments": text}}]})
+
+    if early == "too_large":  # over CONFIG's 300 bytes: it fails at once, its text released
+        items = [start(0, "call_a"), args(0, '{"q": "' + word + '", "pad": "' + "p" * 400), start(1, "call_b"), args(1, '{"q": "x"')]
+    else:  # the later call carries the first one's id: it fails at its start, its text never kept
+        items = [start(0, "call_a"), args(0, '{"q": "x"'), start(1, "call_a"), args(1, '{"q": "' + word + '"')]
+    raw = sse([*items, {"error": {"message": "m", "type": word, "code": word}}])
+    tally = Tally()
+    with make_client(Settings(config=CONFIG, data_dir=tmp_path / "d")) as client:
+        files = {"tools": ("tools.json", json.dumps(TOOLS).encode(), "application/json"), "file": ("x.sse", raw, "text/plain")}
+        sid = client.post("/sessions/upload", files=files, data={"rate": "12"}, follow_redirects=False).headers["location"].rsplit("/", 1)[1]
+        client.post(f"/sessions/{sid}/control", data={"action": "pause"})
+        for i, frame in enumerate(_play(client, sid, "error_event")):
+            tally.check("upload", early, f"ws frame {i}", frame, (word,))
+        check_session_outputs(tally, "upload", early, client.get, sid, live=False, secrets=(word,))
+    assert tally.leaks == [], tally.leaks

@@ -222,10 +222,11 @@ def refuse_reused_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent],
 def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[str, list[CallRecord]]:
     """For each provider word of ``words`` that ``detail`` shows (a stop reason, an error
     type or code: :mod:`toollatch.dialects.words`), the calls not yet committed whose
-    buffered argument text holds it. Reads each buffer once per word: linear. Where a
-    reader left calls of the stream out (:class:`~toollatch.core.model.CallsLeftOut`: no
-    text of theirs is here), a word outside the providers' known vocabulary may be held by
-    one of them: it maps to no call, and is hidden all the same (:func:`guard_words`)."""
+    buffered argument text holds it. Reads each buffer once per word: linear. Where the
+    text of a call that did not commit is not here to search (a call that failed before
+    the end released it; a reader left calls out: :class:`~toollatch.core.model.CallsLeftOut`),
+    a word outside the providers' known vocabulary may be held by one of them: it maps to
+    no call, and is hidden all the same (:func:`guard_words`)."""
     if not detail or not words:
         return {}
     calls = [call for call in asm._ordered() if (call.buffer or call.whole_arguments) and call.machine.state is not COMMITTED]
@@ -234,7 +235,7 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
         if word and word in detail:
             data = word.encode("utf-8", "surrogatepass")
             held = [call for call in calls if (call.buffer and data in call.buffer) or (call.whole_arguments and word in call.whole_arguments)]
-            if held or (asm._left_out and not _known_word(word)):
+            if held or ((asm._left_out or asm._text_released) and not _known_word(word)):
                 found[word] = held
     return found
 
