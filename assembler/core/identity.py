@@ -40,11 +40,7 @@ def start(asm: Assembler, op: CallStart, out: list[AssemblyEvent]) -> None:
             asm._quirk("call_start_repeated", out)
             identity(asm, CallIdentity(op.key, op.call_id, op.name, op.not_unicode), out)
             return
-        # Another call starts where one already is: never merge the two. The older one
-        # can no longer be told apart from the newer one's fragments, so it fails.
-        asm._quirk("call_started_at_a_used_key", out)
-        if existing.machine.state not in TERMINAL_STATES:
-            asm._fail(existing, Reason.STREAM_ERROR.with_detail("another call started at its position"), out)
+        displaced(asm, existing, out)
         n = asm._reused.get(op.key, 1)
         while op.key + (n,) in asm._calls:  # a key the adapter gave another call: skip it
             n += 1
@@ -69,15 +65,21 @@ def start(asm: Assembler, op: CallStart, out: list[AssemblyEvent]) -> None:
     if asm.emit_events:
         asm._emit(out, "call_opened", call)
     config = asm.config
-    # the id first (a call whose id was committed in an earlier stream owes no result of its
-    # own), then the in-flight limit and the size
     if call.call_id and call.executor == "client" and stream_end.id_taken(asm, call, out):
-        pass
-    elif in_flight >= config.max_tool_calls_in_flight_assemble:
+        return  # the id first: a call whose id an earlier stream answered owes no result of its own
+    if in_flight >= config.max_tool_calls_in_flight_assemble:
         limit = config.max_tool_calls_in_flight_assemble
         asm._fail(call, Reason.TOO_MANY_TOOL_CALLS.with_detail(f"more than {limit} calls in flight"), out)
     elif call.bytes > config.max_tool_argument_bytes:
         asm._overflow(call, out)
+
+
+def displaced(asm: Assembler, existing: CallRecord, out: list[AssemblyEvent]) -> None:
+    """Another call starts where ``existing`` is: never merge the two. The older one can no
+    longer be told apart from the newer one's fragments, so it fails."""
+    asm._quirk("call_started_at_a_used_key", out)
+    if existing.machine.state not in TERMINAL_STATES:
+        asm._fail(existing, Reason.STREAM_ERROR.with_detail("another call started at its position"), out)
 
 
 def identity(asm: Assembler, op: CallIdentity, out: list[AssemblyEvent]) -> None:
@@ -164,9 +166,7 @@ def left_out(asm: Assembler, op: CallsLeftOut, out: list[AssemblyEvent]) -> None
         if seen is None and type(each) is CallStart and call_id:  # another call where a call followed is: it fails
             existing = asm._calls.get(asm._alias.get(key, key))
             if existing is not None and existing.call_id and existing.call_id != call_id:
-                asm._quirk("call_started_at_a_used_key", out)
-                if existing.machine.state not in TERMINAL_STATES:
-                    asm._fail(existing, Reason.STREAM_ERROR.with_detail("another call started at its position"), out)
+                displaced(asm, existing, out)
         if seen is None or (type(each) is CallStart and call_id and seen[0] and call_id != seen[0]):
             client = each.executor == "client" if type(each) is CallStart else True
             known[key] = (call_id, client)

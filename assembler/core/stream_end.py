@@ -8,9 +8,10 @@ configuration pipelines its tool). Every function takes the Assembler whose call
 judges, the op or call, and the list the assembly events go to.
 
 The latch (DESIGN.md): a call commits only when ``call_id`` and ``name`` are present and
-valid Unicode, its tool_call_id answers no call already committed in the run and no other
-call of the stream carries it (whatever that call's state: so a call's verdict never
-depends on whether a later call with its id committed first), the whole
+valid Unicode, no earlier stream of the input answered its tool_call_id (a call committed
+there, or an error result owed there) and no other call of the stream carries it
+(whatever that call's state: so a call's verdict never depends on whether a later call
+with its id committed first), the whole
 argument text is strict JSON, an object and passes the tool's schema (when a registry is
 given), and the run's budget of committed calls is not spent. A call that fails gets one
 reason; a stream that ends any other way fails (or cancels) every call still open.
@@ -139,8 +140,9 @@ def latches_now(asm: Assembler, call: CallRecord) -> bool:
     yet (server calls counted too: they only make it wait). Those keep their claim: such
     a call waits for the stream's end, where calls are judged in the order they opened,
     so whether a later call commits never changes this one's verdict (a later call that
-    carries its tool_call_id still fails it: :func:`id_taken`). O(log n) for ``n`` calls in the stream (:class:`~toollatch.core.openorder.AwaitingCount`,
-    made at the first call that asks: O(n) once)."""
+    carries its tool_call_id still fails it: :func:`id_taken`). O(log n) for ``n`` calls in
+    the stream (:class:`~toollatch.core.openorder.AwaitingCount`, made at the first call
+    that asks: O(n) once)."""
     budget = asm.budget
     if budget.limit is None:
         return True
@@ -249,7 +251,8 @@ def _known_word(word: str) -> bool:
 
 def guard_words(detail: str | None, found: dict[str, list[CallRecord]]) -> tuple[str | None, list[str]]:
     """``detail`` with each word of ``found`` (:func:`holders`) that a call which did not
-    commit holds (or a call left out may hold: no calls) hidden by its length: such a word could be the arguments leaking out
+    commit holds (or one whose text is gone may hold: no calls) hidden by its length: such
+    a word could be the arguments leaking out
     through the provider's reason field. Returns the detail and the words hidden (kept for
     *Reveal*)."""
     hide = [w for w, calls in found.items() if not calls or any(c.machine.state is not COMMITTED for c in calls)]
