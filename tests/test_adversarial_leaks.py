@@ -391,3 +391,84 @@ def test_a_word_of_a_call_that_failed_before_the_end_is_hidden_in_every_output(e
             tally.check("upload", early, f"ws frame {i}", frame, (word,))
         check_session_outputs(tally, "upload", early, client.get, sid, live=False, secrets=(word,))
     assert tally.leaks == [], tally.leaks
+
+
+WORD = "zq_canary_w9"  # identifier-shaped: passes the word shape of a reason, type or code
+_ADDED = {"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_A", "name": "lookup", "arguments": ""}}
+
+
+def _r_delta(text: str) -> dict[str, Any]:
+    return {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": text}
+
+
+def _r_done(text: str) -> dict[str, Any]:
+    return {"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 0, "arguments": text}
+
+
+def _gemini(parts: list[Any], reason: str | None = None) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    if reason:
+        candidate["finishReason"] = reason
+    return {"candidates": [candidate]}
+
+
+def _a_event(doc: dict[str, Any]) -> dict[str, Any]:
+    return {"_event": doc["type"], **doc}
+
+
+def _named_sse(docs: list[dict[str, Any]]) -> bytes:
+    return "".join(f"event: {d['type']}\ndata: {json.dumps(d)}\n\n" if "type" in d else f"data: {json.dumps(d)}\n\n" for d in docs).encode()
+
+
+_CREATED = {"type": "response.created", "response": {"id": "r"}}
+#: Argument text that reaches a stream end's detail in ways no call buffer shows: text a
+#: final text replaced, text an adapter dropped, text an adapter never passed on (Gemini
+#: partialArgs still open), a call of an earlier stream, text after a pipelined commit.
+WORD_ROUTES: dict[str, tuple[str, bytes, list[str]]] = {
+    "responses-final-replaces-deltas": ("openai-responses", _named_sse([_CREATED, _ADDED, _r_delta('{"q": "' + WORD + '"}'), _r_done('{"q": "x"}'),
+        {"type": "response.incomplete", "response": {"id": "r", "incomplete_details": {"reason": WORD}}}]), []),
+    "responses-delta-after-done": ("openai-responses", _named_sse([_CREATED, _ADDED, _r_done('{"q": "x"'), _r_delta(WORD + '"}'),
+        {"type": "response.failed", "response": {"id": "r", "error": {"code": WORD, "message": "m"}}}]), []),
+    "gemini-open-partial-args": ("gemini", _named_sse([
+        _gemini([{"functionCall": {"name": "lookup", "partialArgs": [{"jsonPath": "$.q", "stringValue": WORD}], "willContinue": True}}]), _gemini([], WORD)]), []),
+    "responses-earlier-stream": ("openai-responses", _named_sse([{"type": "response.created", "response": {"id": "r1"}}, _ADDED, _r_delta('{"q": "' + WORD),
+        {"type": "response.incomplete", "response": {"id": "r1", "incomplete_details": {"reason": "max_output_tokens"}}},
+        {"type": "response.created", "response": {"id": "r2"}}, {"type": "response.failed", "response": {"id": "r2", "error": {"code": WORD, "message": "m"}}}]), []),
+    "anthropic-after-pipelined-commit": ("anthropic", _named_sse([
+        {"type": "message_start", "message": {"id": "m", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"q": "x"}'}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"q": "' + WORD + '"}'}},
+        {"type": "error", "error": {"type": WORD, "message": "m"}}]), ["agent_stream_assemble:", "  execute_before_stream_end: true", "  allow_pipelined_execute: [lookup]"]),
+}
+
+
+@pytest.mark.parametrize("route", sorted(WORD_ROUTES))
+def test_a_provider_word_quoting_text_no_buffer_shows_is_hidden_from_the_command_line(route: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Only the providers' documented words are shown as they are in a stream's end: a word
+    that quotes argument text reached it by routes no buffer search can see."""
+    dialect, raw, config = WORD_ROUTES[route]
+    (tmp_path / "in.sse").write_bytes(raw)
+    (tmp_path / "t.json").write_text(json.dumps(TOOLS))
+    args = ["assemble", "--json", "--dialect", dialect, "--tools", str(tmp_path / "t.json")]
+    if config:
+        (tmp_path / "c.yaml").write_text("\n".join(config) + "\n")
+        args += ["--config", str(tmp_path / "c.yaml")]
+    main([*args, str(tmp_path / "in.sse")])
+    out = capsys.readouterr().out
+    assert WORD not in out and "hidden value, 12 characters" in out
+
+
+@pytest.mark.parametrize("route", ["gemini-open-partial-args", "responses-earlier-stream", "responses-final-replaces-deltas"])
+def test_a_provider_word_quoting_text_no_buffer_shows_is_hidden_in_every_output(route: str, tmp_path: Path) -> None:
+    _, raw, _ = WORD_ROUTES[route]
+    tally = Tally()
+    with make_client(Settings(data_dir=tmp_path / "d")) as client:
+        files = {"tools": ("tools.json", json.dumps(TOOLS).encode(), "application/json"), "file": ("x.sse", raw, "text/plain")}
+        sid = client.post("/sessions/upload", files=files, data={"rate": "12"}, follow_redirects=False).headers["location"].rsplit("/", 1)[1]
+        client.post(f"/sessions/{sid}/control", data={"action": "pause"})
+        for i, frame in enumerate(_play(client, sid, route)):
+            tally.check("upload", route, f"ws frame {i}", frame, (WORD,))
+        check_session_outputs(tally, "upload", route, client.get, sid, live=False, secrets=(WORD,))
+    assert tally.leaks == [], tally.leaks

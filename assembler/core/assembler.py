@@ -122,7 +122,6 @@ class Assembler:
         self._holders: dict[str, int] = {}
         # calls a reader left out: key -> (tool_call_id, client call?) (identity.left_out)
         self._left_out: dict[CallKey, tuple[str | None, bool]] | None = None
-        self._text_released = False  # a call that did not commit had its streamed text released
         # A provider key reused by a *different* call: later ops for it go to the new record.
         self._alias: dict[CallKey, CallKey] = {}
         self._reused: dict[CallKey, int] = {}  # provider key -> next suffix to try for a new call there
@@ -279,8 +278,6 @@ class Assembler:
             )
             if not own_limit:
                 self._quirk("fragment_after_call_ended", out)
-            if state is not COMMITTED:  # text of a call that did not commit, never kept: never searched
-                self._text_released = True
             if self.progress_events:
                 self._progress(call, out)
 
@@ -318,8 +315,6 @@ class Assembler:
 
     def _fail(self, call: CallRecord, reason: str, out: list[AssemblyEvent]) -> None:
         call.reason = reason
-        if call.fragments:  # its text goes: stream_end.holders can no longer search it
-            self._text_released = True
         call.buffer = call.lengths = None  # release the buffer
         self._move(call, FAIL, out)
 

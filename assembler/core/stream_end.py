@@ -224,11 +224,12 @@ def refuse_reused_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent],
 def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[str, list[CallRecord]]:
     """For each provider word of ``words`` that ``detail`` shows (a stop reason, an error
     type or code: :mod:`toollatch.dialects.words`), the calls not yet committed whose
-    buffered argument text holds it. Reads each buffer once per word: linear. Where the
-    text of a call that did not commit is not here to search (a call that failed before
-    the end released it; a reader left calls out: :class:`~toollatch.core.model.CallsLeftOut`),
-    a word outside the providers' known vocabulary may be held by one of them: it maps to
-    no call, and is hidden all the same (:func:`guard_words`)."""
+    buffered argument text holds it. Reads each buffer once per word: linear. A word
+    outside the providers' documented vocabulary maps to no call and is hidden all the
+    same (:func:`guard_words`): argument text can reach the end's detail in ways no buffer
+    here shows (a call that failed before the end released its text; text an adapter or
+    a final text replaced; a call a reader left out; an earlier stream's), so only the
+    vocabulary is shown as it is. (A normal end's detail holds no provider word.)"""
     if not detail or not words:
         return {}
     calls = [call for call in asm._ordered() if (call.buffer or call.whole_arguments) and call.machine.state is not COMMITTED]
@@ -237,22 +238,23 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
         if word and word in detail:
             data = word.encode("utf-8", "surrogatepass")
             held = [call for call in calls if (call.buffer and data in call.buffer) or (call.whole_arguments and word in call.whole_arguments)]
-            if held or ((asm._left_out or asm._text_released) and not _known_word(word)):
+            if held or not _known_word(word):
                 found[word] = held
     return found
 
 
 def _known_word(word: str) -> bool:
-    """``word`` is in a provider's documented vocabulary (:func:`toollatch.dialects.words.known`)."""
+    """``word`` is in a provider's documented vocabulary (:func:`toollatch.dialects.words.known`)
+    or an HTTP status (three digits: no text to carry)."""
     from toollatch.dialects.words import known  # the dialects import this package
 
-    return word.lower() in known()
+    return word.lower() in known() or (len(word) == 3 and word.isascii() and word.isdigit() and word[0] in "12345")
 
 
 def guard_words(detail: str | None, found: dict[str, list[CallRecord]]) -> tuple[str | None, list[str]]:
     """``detail`` with each word of ``found`` (:func:`holders`) that a call which did not
-    commit holds (or one whose text is gone may hold: no calls) hidden by its length: such
-    a word could be the arguments leaking out
+    commit holds, or outside the vocabulary (no calls), hidden by its length: such a word
+    could be the arguments leaking out
     through the provider's reason field. Returns the detail and the words hidden (kept for
     *Reveal*)."""
     hide = [w for w, calls in found.items() if not calls or any(c.machine.state is not COMMITTED for c in calls)]

@@ -14,9 +14,12 @@ text there, even text quoting a call's arguments. The rule, for every dialect:
 * anything else is hidden, named by its length only (:func:`toollatch.core.model.hidden`);
   the value itself is kept for *Reveal* / ``--reveal`` (the op's ``message``).
 
-A value shown by this rule is still hidden when a call that did not commit holds it in
-its buffered argument text (:func:`toollatch.core.stream_end.guard_words`, applied where
-the stream's end is applied).
+Where the stream's end is applied (:func:`toollatch.core.stream_end.guard_words`), a
+value shown by this rule is still hidden when a call that did not commit holds it in its
+buffered argument text, and so is every value outside the known vocabulary (and HTTP
+statuses): argument text can reach those fields in ways no buffer shows (text released
+when a call failed early, replaced by a final text, left out by a reader, of an earlier
+stream). *Reveal* shows them.
 """
 
 from __future__ import annotations

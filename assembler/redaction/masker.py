@@ -260,6 +260,9 @@ class DialectMasker(GeminiMasker):
         if response.get("instructions") is not None:
             response["instructions"] = _text(response["instructions"])
         response.pop("input", None)  # the request's messages are not kept
+        details = response.get("incomplete_details")
+        if isinstance(details, dict) and "reason" in details:  # a stop reason: a word, or a stand-in
+            details["reason"] = mask_reason(details["reason"])
         output = response.get("output")
         if isinstance(output, list):
             response["output"] = [self._item(i, repeat=True) if isinstance(i, dict) else mask_value(i) for i in output]
