@@ -472,3 +472,20 @@ def test_a_provider_word_quoting_text_no_buffer_shows_is_hidden_in_every_output(
             tally.check("upload", route, f"ws frame {i}", frame, (WORD,))
         check_session_outputs(tally, "upload", route, client.get, sid, live=False, secrets=(WORD,))
     assert tally.leaks == [], tally.leaks
+
+
+def test_a_gemini_block_reason_quoting_argument_text_is_masked_in_every_output(tmp_path: Path) -> None:
+    """promptFeedback.blockReason was copied as it came into the reproducer (export.sse)."""
+    raw = _named_sse([
+        _gemini([{"functionCall": {"name": "lookup", "partialArgs": [{"jsonPath": "$.q", "stringValue": WORD}], "willContinue": True}}]),
+        {"promptFeedback": {"blockReason": WORD, "blockReasonMessage": WORD}},
+    ])
+    tally = Tally()
+    with make_client(Settings(data_dir=tmp_path / "d")) as client:
+        files = {"tools": ("tools.json", json.dumps(TOOLS).encode(), "application/json"), "file": ("x.sse", raw, "text/plain")}
+        sid = client.post("/sessions/upload", files=files, data={"rate": "12"}, follow_redirects=False).headers["location"].rsplit("/", 1)[1]
+        client.post(f"/sessions/{sid}/control", data={"action": "pause"})
+        for i, frame in enumerate(_play(client, sid, "gemini-block-reason")):
+            tally.check("upload", "gemini-block-reason", f"ws frame {i}", frame, (WORD,))
+        check_session_outputs(tally, "upload", "gemini-block-reason", client.get, sid, live=False, secrets=(WORD,))
+    assert tally.leaks == [], tally.leaks

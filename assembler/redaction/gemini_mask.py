@@ -30,6 +30,12 @@ class GeminiMasker(PlaceMasker):
         self.pieces = StringPieces(record=record)  # Gemini stringValue pieces, by the string they make up
 
     def gemini(self, data: dict[str, Any]) -> None:
+        feedback = data.get("promptFeedback")
+        if isinstance(feedback, dict):  # a blocked prompt: its reason a word or a stand-in, the rest masked
+            for field in list(feedback):
+                feedback[field] = mask_reason(feedback[field]) if field == "blockReason" else _text(feedback[field])
+        elif feedback is not None:
+            data["promptFeedback"] = _text(feedback)
         for position, candidate in enumerate(self.objects(data, "candidates")):
             index = candidate.get("index", position)
             index = index if isinstance(index, int) and not isinstance(index, bool) else position
