@@ -7,7 +7,7 @@ call followed could be judged by it: the tool_call_ids of calls left out
 (:class:`~toollatch.core.model.CallsLeftOut` ops, counted by
 :func:`toollatch.core.identity.left_out`), and a call left out that starts where a call
 followed is (which fails that call). A differential test holds every call followed to the
-verdict the library gives it with every call there (``tests/test_large.py``).
+verdict the library gives it with every call there (``tests/test_capcalls.py``).
 """
 
 from __future__ import annotations

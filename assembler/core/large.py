@@ -133,12 +133,17 @@ def _read(
     return LargeEvent(parsed._replace(data=None), capped, adopt, adapter if adopt is None else None)
 
 
+def _current(pipeline: Pipeline) -> tuple[Any, bool, bool]:
+    """``(stream, began, ended)`` of ``pipeline``'s current stream (None, False, False: none yet)."""
+    stream = pipeline._streams[-1] if pipeline._streams else None
+    return (stream, stream.began, stream.ended) if stream is not None else (None, False, False)
+
+
 def read_now(pipeline: Pipeline, event: ProviderEvent, keep: int, earlier: Container[CallKey] = frozenset()) -> LargeEvent:
     """:func:`read_large_event` of ``event`` for ``pipeline`` in its present state, on the
     calling thread (an adapter to adopt is left to the caller:
     :meth:`CappedPipeline.take`)."""
-    stream = pipeline._streams[-1] if pipeline._streams else None
-    began, ended = (stream.began, stream.ended) if stream is not None else (False, False)
+    stream, began, ended = _current(pipeline)
     return read_large_event(event, pipeline.adapter_state(), key_ids(stream), keep, pipeline.name, earlier, began, ended)
 
 
@@ -146,8 +151,7 @@ def reader(pipeline: CappedPipeline, event: ProviderEvent) -> Callable[[], Large
     """:func:`read_large_event` of ``event`` for ``pipeline`` as it stands now (its state,
     known calls, room and calls left out taken at once), to run later in a worker thread
     while nothing feeds ``pipeline``; apply the answer with :meth:`CappedPipeline.take`."""
-    stream = pipeline._streams[-1] if pipeline._streams else None
-    began, ended = (stream.began, stream.ended) if stream is not None else (False, False)
+    stream, began, ended = _current(pipeline)
     args = (event, pipeline.adapter_state(), key_ids(stream), pipeline.room(), pipeline.name, frozenset(pipeline.earlier()), began, ended)
     return lambda: read_large_event(*args)
 
@@ -223,9 +227,8 @@ class CappedPipeline(Pipeline):
     def _capped(self, ops: list[Op] | None) -> list[Op] | None:
         if not ops or (not self.earlier() and len(ops) <= self.room()):  # each op opens one call at most
             return ops
-        stream = self._streams[-1] if self._streams else None
-        known, began, ended = (KnownKeys(stream), stream.began, stream.ended) if stream is not None else ((), False, False)
-        capped = cap_new_calls(ops, known, self.room(), self.earlier(), began, ended)
+        stream, began, ended = _current(self)
+        capped = cap_new_calls(ops, KnownKeys(stream) if stream is not None else (), self.room(), self.earlier(), began, ended)
         self._leave_out(capped)
         return capped.ops
 

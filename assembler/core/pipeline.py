@@ -220,13 +220,6 @@ class Pipeline:
             self._adapter = adapter
             self._pending = []
 
-    def call_keys(self) -> frozenset[CallKey]:
-        """The keys the current stream's ops named its calls by (aliases included)."""
-        if not self._streams:
-            return frozenset()
-        stream = self._streams[-1]
-        return frozenset(stream._calls.keys() | stream._alias.keys())
-
     def apply_ops(self, ops: list[Op]) -> list[AssemblyEvent]:
         """Apply ops from :meth:`ops_of`, in order; return the assembly events they caused."""
         return self._apply_all(ops) if ops else []
