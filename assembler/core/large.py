@@ -194,6 +194,10 @@ class CappedPipeline(Pipeline):
     def room(self) -> int:
         """New calls the input may still open (in its current stream)."""
         self.earlier()  # counts the calls of the streams before the current one
+        return self._room()
+
+    def _room(self) -> int:
+        """:meth:`room`, the streams before the current one counted (:meth:`earlier` called)."""
         streams = self._streams
         return self.keep - self._before - (len(streams[-1]._calls) if streams else 0)
 
@@ -225,7 +229,7 @@ class CappedPipeline(Pipeline):
         return self._capped(super()._held_ops()) or []
 
     def _capped(self, ops: list[Op] | None) -> list[Op] | None:
-        if not ops or (not self.earlier() and len(ops) <= self.room()):  # each op opens one call at most
+        if not ops or (not self.earlier() and len(ops) <= self._room()):  # each op opens one call at most
             return ops
         stream, began, ended = _current(self)
         capped = cap_new_calls(ops, KnownKeys(stream) if stream is not None else (), self.room(), self.earlier(), began, ended)

@@ -109,13 +109,15 @@ def parse_envelope(text: str) -> Any:
 def read_is_plain(raw: bytes) -> bool:
     """True when every payload cut whole from ``raw`` (one read of the input, bytes) may
     take orjson's result without :func:`parse_envelope`'s checks: ``raw`` opens fewer
-    than 200 arrays and objects, holds no run of 19 digits, and is at most
+    than 200 arrays and objects (or is under 400 bytes: a valid payload opening 200 needs
+    200 closers too, an invalid one orjson refuses), holds no run of 19 digits, and is at most
     :data:`LARGE_PAYLOAD_CHARS` bytes long, so no part of it does otherwise or is longer.
     One scan per read instead of one per payload; a read of many events usually opens
     more and then each payload is checked on its own."""
-    if len(raw) > LARGE_PAYLOAD_CHARS or raw.count(b"{") + raw.count(b"[") >= _NESTING_GUARD:
+    if len(raw) > LARGE_PAYLOAD_CHARS:
         return False
-    return _LONG_DIGITS not in raw.translate(_DIGITS_AS_ZERO)
+    marked = raw.translate(_DIGITS_AS_ZERO)  # one pass: digits as 0, each opener as "["
+    return _LONG_DIGITS not in marked and (len(raw) < 2 * _NESTING_GUARD or marked.count(b"[") < _NESTING_GUARD)
 
 
 #: :func:`parse_envelope` of a payload cut whole from a read that :func:`read_is_plain`

@@ -66,7 +66,11 @@ class Status(str, enum.Enum):
 
     @property
     def done(self) -> bool:
-        return self in (Status.FINISHED, Status.CANCELLED, Status.ERROR)
+        return self in _DONE  # read per provider event: the members' tuple once, not per call
+
+
+#: The statuses after which nothing more is fed (:attr:`Status.done`).
+_DONE = (Status.FINISHED, Status.CANCELLED, Status.ERROR)
 
 
 class Session:
