@@ -108,16 +108,17 @@ class CallRecord:
         self.not_unicode = ()
 
     def view(self) -> CallView:
+        # positional, in CallView's field order (made per progress event on the dashboard)
         return CallView(
-            key=self.key,
-            call_id=self.call_id,
-            name=self.name,
-            state=self.machine.state,
-            reason=self.reason,
-            bytes=self.bytes,
-            fragments=self.fragments,
-            executor=self.executor,
-            transitions=tuple(self.transitions),
+            self.key,
+            self.call_id,
+            self.name,
+            self.machine.state,
+            self.reason,
+            self.bytes,
+            self.fragments,
+            self.executor,
+            tuple(self.transitions),
         )
 
     def outcome(self) -> CallOutcome:
