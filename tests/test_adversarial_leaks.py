@@ -32,6 +32,7 @@ from toollatch.cli import main
 from toollatch.core.config import AssembleConfig
 from toollatch.web import Settings, create_app
 
+from .test_eventstream import encode_events, encode_frame
 from .test_live_server import finished, newest_live, serve, wait_for
 from .test_web_app import WS_BASE, TestClient, make_client
 
@@ -488,4 +489,57 @@ def test_a_gemini_block_reason_quoting_argument_text_is_masked_in_every_output(t
         for i, frame in enumerate(_play(client, sid, "gemini-block-reason")):
             tally.check("upload", "gemini-block-reason", f"ws frame {i}", frame, (WORD,))
         check_session_outputs(tally, "upload", "gemini-block-reason", client.get, sid, live=False, secrets=(WORD,))
+    assert tally.leaks == [], tally.leaks
+
+
+# ------------------------------------------------------------------ Bedrock event-stream faults
+
+
+def _bedrock_open_call() -> bytes:
+    """An event stream whose call holds :data:`WORD` in its argument text (never valid JSON)."""
+    return encode_events([
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "lookup"}}}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "' + WORD}}}},
+    ])
+
+
+#: A frame whose headers the provider fills with :data:`WORD`: each once ended the stream
+#: with a detail quoting it (a framing fault's text, never guarded as a provider word).
+FRAME_ROUTES: dict[str, bytes] = {
+    "error-code": encode_frame({":message-type": "error", ":error-code": WORD, ":error-message": "m"}, b""),
+    "error-message": encode_frame({":message-type": "error", ":error-code": "ThrottlingException", ":error-message": WORD}, b""),
+    "event-type-not-utf8": encode_frame({":message-type": "event", ":event-type": WORD}, b"\xff\xfe"),
+    "event-type-not-json": encode_frame({":message-type": "event", ":event-type": WORD}, b"{not json"),
+    "exception-type-not-json": encode_frame({":message-type": "exception", ":exception-type": WORD}, b"{not json"),
+    "unknown-message-type": encode_frame({":message-type": WORD}, b"{}"),
+}
+
+
+@pytest.mark.parametrize("route", sorted(FRAME_ROUTES))
+def test_an_event_stream_frames_header_values_are_never_shown_by_the_command_line(route: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "in.bin").write_bytes(_bedrock_open_call() + FRAME_ROUTES[route])
+    main(["assemble", "--json", str(tmp_path / "in.bin")])
+    out = capsys.readouterr()
+    assert WORD not in out.out + out.err and '"end": "error"' in out.out
+    main(["assemble", str(tmp_path / "in.bin")])
+    out = capsys.readouterr()
+    assert WORD not in out.out + out.err
+    main(["assemble", "--json", "--reveal", str(tmp_path / "in.bin")])
+    if route.startswith("error-"):  # the provider's own error: Reveal shows its words and text
+        assert WORD in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("route", ["error-code", "error-message", "event-type-not-json"])
+def test_an_event_stream_frames_header_values_are_never_shown_in_any_output(route: str, tmp_path: Path) -> None:
+    raw = _bedrock_open_call() + FRAME_ROUTES[route]
+    tally = Tally()
+    with make_client(Settings(data_dir=tmp_path / "d")) as client:
+        files = {"tools": ("tools.json", json.dumps(TOOLS).encode(), "application/json"), "file": ("x.bin", raw, "application/octet-stream")}
+        sid = client.post("/sessions/upload", files=files, data={"rate": "12"}, follow_redirects=False).headers["location"].rsplit("/", 1)[1]
+        client.post(f"/sessions/{sid}/control", data={"action": "pause"})
+        for i, frame in enumerate(_play(client, sid, route)):
+            tally.check("upload", route, f"ws frame {i}", frame, (WORD,))
+        check_session_outputs(tally, "upload", route, client.get, sid, live=False, secrets=(WORD,))
+        assert tally.tried > 5
     assert tally.leaks == [], tally.leaks

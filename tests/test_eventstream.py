@@ -374,20 +374,39 @@ def test_exception_frame_in_invoke_stream() -> None:
     assert [(c.call_id, c.state) for c in stream.calls] == [("toolu_1", CallState.FAILED)]
 
 
-def test_error_message_type_is_an_error_event_at_its_offset() -> None:
+def test_error_message_type_is_the_providers_error_at_its_offset() -> None:
+    """An ``error`` frame is the provider's error: its code shown as a provider word, its
+    message free text kept for Reveal, as an exception event's."""
     head = encode_events(_converse_open_call())
     error = encode_frame({":message-type": "error", ":error-code": "InternalFailure", ":error-message": "boom"}, b"")
     events = read_capture(head + error, "e.bin")
-    assert events[-1].error == f"e.bin: event-stream frame 4 (byte {len(head)}): error frame InternalFailure: boom"
+    assert events[-1].error is None and events[-1].offset == len(head) and events[-1].line == 4
+    assert events[-1].data == {":error": {"code": "InternalFailure", "message": "boom"}}
     (stream,), _ = run(events)
     assert stream.end == "error" and stream.calls[0].state is CallState.FAILED
+    assert stream.end_detail == f"error frame 4 (byte {len(head)}): InternalFailure"
+    (revealed,), _ = run(events, reveal=True)
+    assert revealed.end_detail == f"error frame 4 (byte {len(head)}): InternalFailure: boom"
+
+
+@pytest.mark.parametrize("invoke", [False, True])
+def test_an_error_frame_alone_or_in_an_invoke_stream_ends_it_in_error(invoke: bool) -> None:
+    frame = encode_frame({":message-type": "error", ":error-code": "ThrottlingException"}, b"")
+    head = b""
+    if invoke:
+        start = {"type": "message_start", "message": {"id": "m", "content": []}}
+        head = event_frame("chunk", {"bytes": base64.b64encode(json.dumps(start).encode()).decode()})
+    (stream,), _ = run(read_capture(head + frame))
+    assert stream.dialect == ("bedrock-invoke" if invoke else "bedrock-converse")
+    assert stream.end == "error" and stream.end_detail == f"error frame {2 if invoke else 1} (byte {len(head)}): ThrottlingException"
 
 
 def test_payload_that_is_not_json_is_an_error_and_reading_goes_on() -> None:
     bad = encode_frame({":message-type": "event", ":event-type": "contentBlockDelta"}, b"{not json")
     good = event_frame("messageStop", {"stopReason": "tool_use"})
     events = read_capture(bad + good)
-    assert events[0].error is not None and "contentBlockDelta payload is not JSON" in events[0].error
+    assert events[0].error is not None and "frame payload is not JSON" in events[0].error
+    assert "contentBlockDelta" not in events[0].error  # the provider names the type: never quoted
     assert events[1].data == {"messageStop": {"stopReason": "tool_use"}} and events[1].offset == len(bad)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from toollatch.wire.capture import DONE, ProviderEvent
+from toollatch.wire.capture import DONE, ERROR_FRAME, ProviderEvent
 from toollatch.dialects.anthropic import AnthropicAdapter
 from toollatch.dialects.base import DialectAdapter
 from toollatch.dialects.bedrock import BedrockConverseAdapter, BedrockInvokeAdapter
@@ -50,7 +50,7 @@ def detect(event: ProviderEvent) -> str | None:
         return "gemini"
     if len(data) == 1:
         (only,) = data
-        if only in _BEDROCK:
+        if only in _BEDROCK or only == ERROR_FRAME:  # an event-stream error frame (Bedrock's framing) first
             return "bedrock-converse"
         if only == "chunk" and isinstance(data["chunk"], dict) and "bytes" in data["chunk"]:
             return "bedrock-invoke"

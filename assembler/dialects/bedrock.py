@@ -28,7 +28,7 @@ import binascii
 import json
 from typing import Any
 
-from toollatch.wire.capture import ProviderEvent
+from toollatch.wire.capture import ERROR_FRAME, ProviderEvent
 from toollatch.wire.untrusted import parse_json
 from toollatch.core.model import (
     ArgsFragment,
@@ -89,6 +89,9 @@ class BedrockConverseAdapter:
         if kind.endswith("Exception"):
             self._ended = True
             return [provider_error(body, (), prefix=shown_word(kind, "exception"), words=(kind,))]
+        if kind == ERROR_FRAME:
+            self._ended = True
+            return [frame_error(event, body)]
         return []  # metadata and unknown events
 
     def close(self) -> list[Op]:
@@ -155,6 +158,8 @@ class BedrockInvokeAdapter:
             if isinstance(data, dict) and len(data) == 1 and next(iter(data)).endswith("Exception"):
                 ((kind, body),) = data.items()
                 return [provider_error(body, (), prefix=shown_word(kind, "exception"), words=(kind,))]
+            if isinstance(data, dict) and len(data) == 1 and isinstance(data.get(ERROR_FRAME), dict):
+                return [frame_error(event, data[ERROR_FRAME])]
             return [Quirk("non_chunk_line")]
         try:
             payload = base64.b64decode(chunk["bytes"], validate=True)
@@ -171,3 +176,11 @@ class BedrockInvokeAdapter:
 
     def close(self) -> list[Op]:
         return self._inner.close()
+
+
+def frame_error(event: ProviderEvent, body: dict[str, Any]) -> StreamError:
+    """The provider's error an event-stream ``error`` frame reports (:data:`~toollatch.wire.capture.ERROR_FRAME`):
+    its ``:error-code`` shown as a provider word (:func:`~toollatch.dialects.base.provider_error`:
+    hidden by its length unless a word, checked against the calls' text where the stream
+    ends), its ``:error-message`` free text kept for *Reveal* only."""
+    return provider_error(body, ("code",), prefix=f"error frame {event.line} (byte {event.offset}): ")

@@ -43,6 +43,8 @@ ERROR_WORDS = frozenset(
         # Bedrock (exception event names)
         "throttlingexception", "modelstreamerrorexception", "validationexception", "internalserverexception",
         "serviceunavailableexception", "modeltimeoutexception", "accessdeniedexception", "modelnotreadyexception",
+        # AWS common error codes (an event stream's :error-code)
+        "internalfailure", "serviceunavailable", "validationerror", "throttling",
     }
 )
 

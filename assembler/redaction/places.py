@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from toollatch.core import jsontext
-from toollatch.wire.capture import DONE, ProviderEvent
+from toollatch.wire.capture import DONE, ERROR_FRAME, ProviderEvent
 from toollatch.dialects.openai_responses import _WRAP_CLOSE, _WRAP_OPEN  # around a custom tool's free-text input
 from toollatch.core.model import Op
 from toollatch.dialects.words import known
@@ -82,7 +82,7 @@ def _mask_error(error: Any) -> Any:
 def mask_provider_errors(data: dict[str, Any]) -> None:
     """Mask, in place, the free text of a provider error in an event of any dialect (an
     ``error`` object's ``message``, a Responses ``response.error``, a Bedrock
-    ``...Exception`` body, a Cohere error ``message`` or ``message-end`` ``delta.error``):
+    ``...Exception`` body, an event-stream error frame's, a Cohere error ``message`` or ``message-end`` ``delta.error``):
     untrusted text that can quote the arguments. Its type, code and status stay when they
     are known words (:func:`mask_word`), so the replay fails the stream the same way."""
     if data.get("error") is not None:
@@ -100,6 +100,8 @@ def mask_provider_errors(data: dict[str, Any]) -> None:
     delta = data.get("delta")
     if isinstance(delta, dict) and delta.get("error") is not None:
         delta["error"] = _mask_error(delta["error"])
+    if isinstance(data.get(ERROR_FRAME), dict):  # an event-stream error frame's code and message
+        data[ERROR_FRAME] = _mask_error(data[ERROR_FRAME])
     for kind, body in list(data.items()):
         if isinstance(kind, str) and kind.endswith("Exception"):
             masked = _mask_error(body) if body is not None else None

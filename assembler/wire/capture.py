@@ -26,6 +26,9 @@ at a time, so memory stays bounded by one frame whatever the stream's length.
 
 A frame becomes ``ProviderEvent(event=<type>, data={<type>: <payload>})`` - the same shape
 as the JSON Lines captures the AWS SDKs produce, so the Bedrock adapters read both alike.
+An ``error`` frame becomes ``{":error": {"code": <:error-code>, "message": <:error-message>}}``
+(:data:`ERROR_FRAME`): the provider's error, which the Bedrock adapters read as they read an
+exception event. A fault's text never quotes a header value (the provider fills them).
 ``line`` is the 1-based frame number, ``offset`` the frame's first byte. A corrupt frame (CRC
 mismatch, impossible lengths, unreadable headers) becomes one event with ``error`` naming its
 byte offset and reading stops there (lengths after it cannot be trusted); a final frame cut
@@ -291,13 +294,17 @@ class _EventStreamReader:
     def _event(self, message: EventStreamMessage) -> ProviderEvent:
         headers: dict[str, Any] = message.headers
         line, offset = self._frame, self._offset
-        kind_header = {"event": ":event-type", "exception": ":exception-type"}.get(headers.get(":message-type"))
-        if headers.get(":message-type") == "error":
-            code, text = headers.get(":error-code") or "error", headers.get(":error-message") or ""
-            return ProviderEvent(None, None, line, offset, f"{self._where()}: error frame {code}: {text}".rstrip(": "))
+        message_type = headers.get(":message-type")
+        kind_header = {"event": ":event-type", "exception": ":exception-type"}.get(message_type)
+        if message_type == "error":
+            # the provider reporting an error: an event its dialect reads (the code a word,
+            # the message free text kept for Reveal), never quoted in a framing fault
+            body = {k: str(v) for k, v in ((ERROR_CODE, headers.get(":error-code")), (ERROR_MESSAGE, headers.get(":error-message"))) if v not in (None, "")}
+            return ProviderEvent(ERROR_FRAME, {ERROR_FRAME: body}, line, offset)
+        # No header value of the frame is quoted in a fault below: the provider fills them,
+        # and argument text can reach them (a fault's text ends the stream, shown as it is).
         if kind_header is None:
-            got = headers.get(":message-type")
-            return ProviderEvent(None, None, line, offset, f"{self._where()}: unknown :message-type {got!r}")
+            return ProviderEvent(None, None, line, offset, f"{self._where()}: a frame of unknown :message-type")
         kind = headers.get(kind_header)
         if not isinstance(kind, str) or not kind:
             return ProviderEvent(None, None, line, offset, f"{self._where()}: {kind_header} header missing")
@@ -305,12 +312,19 @@ class _EventStreamReader:
         try:
             text = payload.decode("utf-8")
         except UnicodeDecodeError:
-            return ProviderEvent(kind, None, line, offset, f"{self._where()}: {kind} payload is not JSON (not UTF-8)")
+            return ProviderEvent(kind, None, line, offset, f"{self._where()}: {message_type} payload is not JSON (not UTF-8)")
         if self._scrub is not None:
             text = self._scrub(text)
         if self._defer_over is not None and len(text) > self._defer_over:  # parsed by its reader
             return ProviderEvent(FRAME_PAYLOAD + kind, UNPARSED, line, offset, raw=text)
         return frame_event(kind, text, self._name, line, offset)
+
+
+#: The event an event-stream ``error`` frame becomes: ``{ERROR_FRAME: {ERROR_CODE: <:error-code>,
+#: ERROR_MESSAGE: <:error-message>}}`` (either left out when the frame has none), of event
+#: type ``ERROR_FRAME``: a key no provider event has (the Bedrock adapters read it as the
+#: provider's error).
+ERROR_FRAME, ERROR_CODE, ERROR_MESSAGE = ":error", "code", "message"
 
 
 #: The event type of an event-stream frame left unparsed (``PushDecoder(defer_over=...)``):
@@ -326,8 +340,8 @@ def frame_event(kind: str, text: str, name: str, frame: int, offset: int) -> Pro
     try:
         body = parse_envelope(text) if text else {}
     except (ValueError, RecursionError) as exc:
-        where = f"{name}: event-stream frame {frame} (byte {offset})"
-        return ProviderEvent(kind, None, frame, offset, f"{where}: {kind} payload is not JSON ({json_problem(exc)})")
+        where = f"{name}: event-stream frame {frame} (byte {offset})"  # its type unquoted: the provider names it
+        return ProviderEvent(kind, None, frame, offset, f"{where}: frame payload is not JSON ({json_problem(exc)})")
     return ProviderEvent(kind, {kind: body}, frame, offset, raw=text or None)
 
 
