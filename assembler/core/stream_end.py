@@ -19,6 +19,9 @@ reason; a stream that ends any other way fails (or cancels) every call still ope
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING
 
 from toollatch.core.calls import CallRecord, keep_one_record_per_id
@@ -224,7 +227,8 @@ def refuse_reused_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent],
 def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[str, list[CallRecord]]:
     """For each provider word of ``words`` that ``detail`` shows (a stop reason, an error
     type or code: :mod:`toollatch.dialects.words`), the calls not yet committed whose
-    buffered argument text holds it. Reads each buffer once per word: linear. A word
+    buffered argument text holds it, as it is or with characters written as JSON ``\\u``
+    escapes (:func:`_holds`). Reads each buffer once or twice per word: linear. A word
     outside the providers' documented vocabulary maps to no call and is hidden all the
     same (:func:`guard_words`): argument text can reach the end's detail in ways no buffer
     here shows (a call that failed before the end released its text; text an adapter or
@@ -236,11 +240,38 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
     found: dict[str, list[CallRecord]] = {}
     for word in dict.fromkeys(words):
         if word and word in detail:
-            data = word.encode("utf-8", "surrogatepass")
-            held = [call for call in calls if (call.buffer and data in call.buffer) or (call.whole_arguments and word in call.whole_arguments)]
-            if held or not _known_word(word):
+            if not _known_word(word):
+                found[word] = []  # hidden whoever holds it
+                continue
+            data, escaped = word.encode("utf-8", "surrogatepass"), _escaped_word(word).search
+            held = [call for call in calls if _holds(call.buffer, data, escaped) or _holds(call.whole_arguments, word, escaped)]
+            if held:
                 found[word] = held
     return found
+
+
+def _holds(text: bytearray | str | None, word: bytes | str, escaped: Callable[[bytes], object]) -> bool:
+    """``text`` (a call's argument text, as buffered or as it came whole) holds ``word``,
+    as it is or with any of its characters written as a JSON ``\\u`` escape (a reader of
+    the arguments sees the same word). One C-level search, a second only where an escape is."""
+    if not text:
+        return False
+    if word in text:
+        return True
+    if isinstance(text, str):
+        return "\\u" in text and escaped(text.encode("utf-8", "surrogatepass")) is not None
+    return b"\\u" in text and escaped(text) is not None
+
+
+@cache
+def _escaped_word(word: str) -> re.Pattern[bytes]:
+    """``word`` as JSON text may write it: each character as it is or as a ``\\u`` escape
+    (hex digits of either case). A vocabulary word: a few dozen characters at most."""
+    parts = []
+    for char in word:
+        code = "".join(f"[{h}{h.upper()}]" if h.isalpha() else h for h in f"{ord(char):04x}")
+        parts.append(b"(?:" + re.escape(char.encode("utf-8", "surrogatepass")) + b"|\\\\u" + code.encode() + b")")
+    return re.compile(b"".join(parts))
 
 
 def _known_word(word: str) -> bool:

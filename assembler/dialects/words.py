@@ -44,7 +44,7 @@ ERROR_WORDS = frozenset(
         "throttlingexception", "modelstreamerrorexception", "validationexception", "internalserverexception",
         "serviceunavailableexception", "modeltimeoutexception", "accessdeniedexception", "modelnotreadyexception",
         # AWS common error codes (an event stream's :error-code)
-        "internalfailure", "serviceunavailable", "validationerror", "throttling",
+        "internalfailure", "serviceunavailable", "validationerror",
     }
 )
 

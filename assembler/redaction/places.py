@@ -100,7 +100,7 @@ def mask_provider_errors(data: dict[str, Any]) -> None:
     delta = data.get("delta")
     if isinstance(delta, dict) and delta.get("error") is not None:
         delta["error"] = _mask_error(delta["error"])
-    if isinstance(data.get(ERROR_FRAME), dict):  # an event-stream error frame's code and message
+    if data.get(ERROR_FRAME) is not None:  # an event-stream error frame's code and message (any shape)
         data[ERROR_FRAME] = _mask_error(data[ERROR_FRAME])
     for kind, body in list(data.items()):
         if isinstance(kind, str) and kind.endswith("Exception"):

@@ -274,7 +274,7 @@ class _EventStreamReader:
         except ChecksumMismatch as exc:
             return self._fail(f"message CRC mismatch ({exc})")
         except _FRAME_ERRORS as exc:
-            return self._fail(f"unreadable headers ({type(exc).__name__}: {exc})")
+            return self._fail(f"unreadable headers ({type(exc).__name__})")  # its text can quote a header's name
         if message is None:  # cannot happen: the whole frame was handed over
             return self._fail("frame incomplete after its announced length")
         assert self._total is not None
