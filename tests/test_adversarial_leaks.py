@@ -18,9 +18,7 @@ import html
 import json
 import logging
 import re
-import struct
 import threading
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +32,6 @@ from toollatch.cli import main
 from toollatch.core.config import AssembleConfig
 from toollatch.web import Settings, create_app
 
-from .test_eventstream import encode_events, encode_frame, encode_header
 from .test_live_server import finished, newest_live, serve, wait_for
 from .test_web_app import WS_BASE, TestClient, make_client
 
@@ -490,95 +487,3 @@ def test_a_gemini_block_reason_quoting_argument_text_is_masked_in_every_output(t
         {"promptFeedback": {"blockReason": WORD, "blockReasonMessage": WORD}},
     ])
     assert upload_leaks(tmp_path, "gemini-block-reason", raw) == []
-
-
-# ------------------------------------------------------------------ Bedrock event-stream faults
-
-
-def _bedrock_open_call() -> bytes:
-    """An event stream whose call holds :data:`WORD` in its argument text (never valid JSON)."""
-    return encode_events([
-        {"messageStart": {"role": "assistant"}},
-        {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "lookup"}}}},
-        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "' + WORD}}}},
-    ])
-
-
-#: A frame whose headers the provider fills with :data:`WORD`: each once ended the stream
-#: with a detail quoting it (a framing fault's text, never guarded as a provider word).
-FRAME_ROUTES: dict[str, bytes] = {
-    "error-code": encode_frame({":message-type": "error", ":error-code": WORD, ":error-message": "m"}, b""),
-    "error-message": encode_frame({":message-type": "error", ":error-code": "ThrottlingException", ":error-message": WORD}, b""),
-    "event-type-not-utf8": encode_frame({":message-type": "event", ":event-type": WORD}, b"\xff\xfe"),
-    "event-type-not-json": encode_frame({":message-type": "event", ":event-type": WORD}, b"{not json"),
-    "exception-type-not-json": encode_frame({":message-type": "exception", ":exception-type": WORD}, b"{not json"),
-    "unknown-message-type": encode_frame({":message-type": WORD}, b"{}"),
-}
-
-
-@pytest.mark.parametrize("route", sorted(FRAME_ROUTES))
-def test_an_event_stream_frames_header_values_are_never_shown_by_the_command_line(route: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "in.bin").write_bytes(_bedrock_open_call() + FRAME_ROUTES[route])
-    main(["assemble", "--json", str(tmp_path / "in.bin")])
-    out = capsys.readouterr()
-    assert WORD not in out.out + out.err and '"end": "error"' in out.out
-    main(["assemble", str(tmp_path / "in.bin")])
-    out = capsys.readouterr()
-    assert WORD not in out.out + out.err
-    main(["assemble", "--json", "--reveal", str(tmp_path / "in.bin")])
-    if route.startswith("error-"):  # the provider's own error: Reveal shows its words and text
-        assert WORD in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("route", ["error-code", "error-message", "event-type-not-json"])
-def test_an_event_stream_frames_header_values_are_never_shown_in_any_output(route: str, tmp_path: Path) -> None:
-    assert upload_leaks(tmp_path, route, _bedrock_open_call() + FRAME_ROUTES[route], "x.bin") == []
-
-
-def test_a_header_name_is_never_quoted_in_a_fault(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """botocore's text for a header given twice quotes its name, which the provider picks."""
-    headers = encode_header(WORD, "a") * 2 + encode_header(":message-type", "event") + encode_header(":event-type", "metadata")
-    prelude = struct.pack(">II", 12 + len(headers) + 2 + 4, len(headers))
-    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + b"{}"
-    (tmp_path / "in.bin").write_bytes(_bedrock_open_call() + message + struct.pack(">I", zlib.crc32(message)))
-    main(["assemble", "--json", str(tmp_path / "in.bin")])
-    out = capsys.readouterr()
-    assert WORD not in out.out + out.err and "unreadable headers (DuplicateHeader)" in out.out
-
-
-#: A documented word a failed call holds with a character written as a JSON ``\u`` escape
-#: (its reader sees the word): ``(dialect, stream)``.
-ESCAPED_WORD_ROUTES: dict[str, tuple[str, bytes]] = {
-    "openai-chat-error-type": ("openai-chat", sse([
-        _chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": ""}}]}),
-        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "serv\\u0065r_error'}}]}),
-        {"error": {"type": "server_error", "message": "m"}},
-    ])),
-    "bedrock-error-frame": ("bedrock-converse", encode_events([
-        {"messageStart": {"role": "assistant"}},
-        {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "lookup"}}}},
-        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "\\u0049nternalFailure'}}}},
-    ]) + encode_frame({":message-type": "error", ":error-code": "InternalFailure"}, b"")),
-}
-
-
-@pytest.mark.parametrize("route", sorted(ESCAPED_WORD_ROUTES))
-def test_a_documented_word_a_failed_call_holds_escaped_is_hidden(route: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    dialect, raw = ESCAPED_WORD_ROUTES[route]
-    word = "server_error" if dialect == "openai-chat" else "InternalFailure"
-    (tmp_path / "in.bin").write_bytes(raw)
-    main(["assemble", "--json", "--dialect", dialect, str(tmp_path / "in.bin")])
-    doc = json.loads(capsys.readouterr().out)
-    (stream,) = doc["streams"]
-    assert stream["end"] == "error" and word not in stream["end_detail"] and f"(hidden value, {len(word)} characters)" in stream["end_detail"]
-
-
-def test_an_error_frame_of_any_shape_is_masked_in_the_reproducer() -> None:
-    from toollatch.redaction.export import redact_capture
-
-    lines = [{"messageStart": {"role": "assistant"}},
-             {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "lookup"}}}},
-             {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "' + WORD}}}}]
-    for body in (WORD, [WORD], {"code": WORD, "message": {"m": WORD}}):
-        raw = "".join(json.dumps(doc) + "\n" for doc in [*lines, {":error": body}]).encode()
-        assert WORD not in redact_capture(raw).decode("utf-8", "replace"), body

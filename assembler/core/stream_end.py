@@ -20,8 +20,6 @@ reason; a stream that ends any other way fails (or cancels) every call still ope
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from functools import cache
 from typing import TYPE_CHECKING
 
 from toollatch.core.calls import CallRecord, keep_one_record_per_id
@@ -227,8 +225,9 @@ def refuse_reused_id(asm: Assembler, call: CallRecord, out: list[AssemblyEvent],
 def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[str, list[CallRecord]]:
     """For each provider word of ``words`` that ``detail`` shows (a stop reason, an error
     type or code: :mod:`toollatch.dialects.words`), the calls not yet committed whose
-    buffered argument text holds it, as it is or with characters written as JSON ``\\u``
-    escapes (:func:`_holds`). Reads each buffer once or twice per word: linear. A word
+    buffered argument text holds it as a reader of the arguments would see it
+    (:func:`_readable`: any case, JSON ``\\u`` escapes undone). Reads each buffer once,
+    then searches it once per word: linear. A word
     outside the providers' documented vocabulary maps to no call and is hidden all the
     same (:func:`guard_words`): argument text can reach the end's detail in ways no buffer
     here shows (a call that failed before the end released its text; text an adapter or
@@ -236,42 +235,57 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
     vocabulary is shown as it is. (A normal end's detail holds no provider word.)"""
     if not detail or not words:
         return {}
-    calls = [call for call in asm._ordered() if (call.buffer or call.whole_arguments) and call.machine.state is not COMMITTED]
     found: dict[str, list[CallRecord]] = {}
+    known: list[str] = []
     for word in dict.fromkeys(words):
         if word and word in detail:
-            if not _known_word(word):
+            if _known_word(word):
+                known.append(word)
+            else:
                 found[word] = []  # hidden whoever holds it
-                continue
-            data, escaped = word.encode("utf-8", "surrogatepass"), _escaped_word(word).search
-            held = [call for call in calls if _holds(call.buffer, data, escaped) or _holds(call.whole_arguments, word, escaped)]
+    if known:
+        calls = [call for call in asm._ordered() if (call.buffer or call.whole_arguments) and call.machine.state is not COMMITTED]
+        if sum(len(call.buffer or b"") + len(call.whole_arguments or "") for call in calls) * len(known) > SEARCHED_BYTES:
+            return found | {word: calls for word in known} if calls else found  # too much to search: taken as held
+        texts = [(call, _readable(call)) for call in calls]
+        for word in known:
+            data = word.lower().encode("utf-8", "surrogatepass")
+            held = [call for call, text in texts if text is None or data in text]
             if held:
                 found[word] = held
     return found
 
 
-def _holds(text: bytearray | str | None, word: bytes | str, escaped: Callable[[bytes], object]) -> bool:
-    """``text`` (a call's argument text, as buffered or as it came whole) holds ``word``,
-    as it is or with any of its characters written as a JSON ``\\u`` escape (a reader of
-    the arguments sees the same word). One C-level search, a second only where an escape is."""
-    if not text:
-        return False
-    if word in text:
-        return True
-    if isinstance(text, str):
-        return "\\u" in text and escaped(text.encode("utf-8", "surrogatepass")) is not None
-    return b"\\u" in text and escaped(text) is not None
+#: Bytes of argument text times words searched at one stream's end above which every call
+#: not committed is taken to hold every word (hidden: the safe side), so that the search
+#: stays a few milliseconds however many calls and words an end has.
+SEARCHED_BYTES = 16 * 1024 * 1024
 
 
-@cache
-def _escaped_word(word: str) -> re.Pattern[bytes]:
-    """``word`` as JSON text may write it: each character as it is or as a ``\\u`` escape
-    (hex digits of either case). A vocabulary word: a few dozen characters at most."""
-    parts = []
-    for char in word:
-        code = "".join(f"[{h}{h.upper()}]" if h.isalpha() else h for h in f"{ord(char):04x}")
-        parts.append(b"(?:" + re.escape(char.encode("utf-8", "surrogatepass")) + b"|\\\\u" + code.encode() + b")")
-    return re.compile(b"".join(parts))
+#: A JSON escape in argument text: ``\\uXXXX`` (group 1: its hex digits) or any other.
+_ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
+#: Escapes in one call's text above which it is taken to hold every word (hidden: the safe
+#: side) rather than read one by one: a stream's end stays a few milliseconds per call.
+ESCAPES_READ = 1024
+
+
+def _readable(call: CallRecord) -> bytes | None:
+    """``call``'s argument text (buffered, or given whole with its start) as its reader sees
+    the words in it: lowercase (the vocabulary's words match without case), each ``\\u``
+    escape of an ASCII character as that character, any other escape as a NUL byte (it
+    yields no word character). None: too many escapes to read (:data:`ESCAPES_READ`)."""
+    text = bytes(call.buffer or b"") + b"\x00" + (call.whole_arguments or "").encode("utf-8", "surrogatepass")
+    escapes = text.count(b"\\")
+    if escapes > ESCAPES_READ:
+        return None
+    if escapes:
+        text = _ESCAPE.sub(_unescaped, text)
+    return text.lower()
+
+
+def _unescaped(match: re.Match[bytes]) -> bytes:
+    code = match.group(1)
+    return bytes([int(code, 16)]) if code is not None and int(code, 16) < 0x80 else b"\x00"
 
 
 def _known_word(word: str) -> bool:

@@ -73,10 +73,26 @@ def mask_exception_name(name: str) -> str:
     return "X0" + "x" * (len(name) - 11) + "Exception"
 
 
+#: The fields of a provider error object whose names a reproducer keeps (the providers'
+#: documented ones); any other key is the provider's to name, and is masked.
+_ERROR_FIELDS = _ERROR_KEEP | {"message", "param", "details"}
+
+
 def _mask_error(error: Any) -> Any:
+    """A provider error object as a reproducer keeps it: its type, code and status as words
+    (:func:`mask_word`), every other value masked, and every key but the documented fields'
+    masked (a placeholder of its length: a key can quote the arguments as a value can)."""
     if isinstance(error, dict):
-        return {k: mask_word(v) if k in _ERROR_KEEP and not isinstance(v, (dict, list)) else mask_text(v) for k, v in error.items()}
-    return mask_text(error)
+        return {
+            (k if k in _ERROR_FIELDS else placeholder(k)): mask_word(v) if k in _ERROR_KEEP and not isinstance(v, (dict, list)) else _mask_all(v)
+            for k, v in error.items()
+        }
+    return _mask_all(error)
+
+
+def _mask_all(value: Any) -> Any:
+    """``value`` with every string, object key included, masked (any nesting depth)."""
+    return jsontext.rebuild(value, lambda v: placeholder(v) if isinstance(v, str) else v, placeholder)
 
 
 def mask_provider_errors(data: dict[str, Any]) -> None:

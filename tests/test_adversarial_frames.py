@@ -1,0 +1,160 @@
+"""Provider words and event-stream headers that could quote a failed call's text: never shown.
+
+An AWS event stream's headers (``:error-code``, ``:error-message``, the type a frame claims,
+a header's name) and a documented word a failed call holds in another case or behind JSON
+``\\u`` escapes reached a stream's end as they were; an error of any shape kept its keys in
+the reproducer. Each route is fed a canary (:data:`~.test_adversarial_leaks.WORD`) and every
+output is grepped for it.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toollatch.cli import main
+
+from .test_adversarial_leaks import WORD, _chunk, sse, upload_leaks
+from .test_eventstream import encode_events, encode_frame, encode_header
+
+
+# ------------------------------------------------------------------ Bedrock event-stream faults
+
+
+def _bedrock_open_call() -> bytes:
+    """An event stream whose call holds :data:`WORD` in its argument text (never valid JSON)."""
+    return encode_events([
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "lookup"}}}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "' + WORD}}}},
+    ])
+
+
+#: A frame whose headers the provider fills with :data:`WORD`: each once ended the stream
+#: with a detail quoting it (a framing fault's text, never guarded as a provider word).
+FRAME_ROUTES: dict[str, bytes] = {
+    "error-code": encode_frame({":message-type": "error", ":error-code": WORD, ":error-message": "m"}, b""),
+    "error-message": encode_frame({":message-type": "error", ":error-code": "ThrottlingException", ":error-message": WORD}, b""),
+    "event-type-not-utf8": encode_frame({":message-type": "event", ":event-type": WORD}, b"\xff\xfe"),
+    "event-type-not-json": encode_frame({":message-type": "event", ":event-type": WORD}, b"{not json"),
+    "exception-type-not-json": encode_frame({":message-type": "exception", ":exception-type": WORD}, b"{not json"),
+    "unknown-message-type": encode_frame({":message-type": WORD}, b"{}"),
+}
+
+
+@pytest.mark.parametrize("route", sorted(FRAME_ROUTES))
+def test_an_event_stream_frames_header_values_are_never_shown_by_the_command_line(route: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "in.bin").write_bytes(_bedrock_open_call() + FRAME_ROUTES[route])
+    main(["assemble", "--json", str(tmp_path / "in.bin")])
+    out = capsys.readouterr()
+    assert WORD not in out.out + out.err and '"end": "error"' in out.out
+    main(["assemble", str(tmp_path / "in.bin")])
+    out = capsys.readouterr()
+    assert WORD not in out.out + out.err
+    main(["assemble", "--json", "--reveal", str(tmp_path / "in.bin")])
+    if route.startswith("error-"):  # the provider's own error: Reveal shows its words and text
+        assert WORD in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("route", ["error-code", "error-message", "event-type-not-json"])
+def test_an_event_stream_frames_header_values_are_never_shown_in_any_output(route: str, tmp_path: Path) -> None:
+    assert upload_leaks(tmp_path, route, _bedrock_open_call() + FRAME_ROUTES[route], "x.bin") == []
+
+
+def test_a_header_name_is_never_quoted_in_a_fault(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """botocore's text for a header given twice quotes its name, which the provider picks."""
+    headers = encode_header(WORD, "a") * 2 + encode_header(":message-type", "event") + encode_header(":event-type", "metadata")
+    prelude = struct.pack(">II", 12 + len(headers) + 2 + 4, len(headers))
+    message = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + b"{}"
+    (tmp_path / "in.bin").write_bytes(_bedrock_open_call() + message + struct.pack(">I", zlib.crc32(message)))
+    main(["assemble", "--json", str(tmp_path / "in.bin")])
+    out = capsys.readouterr()
+    assert WORD not in out.out + out.err and "unreadable headers (DuplicateHeader)" in out.out
+
+
+#: A documented word a failed call holds with a character written as a JSON ``\u`` escape
+#: (its reader sees the word): ``(dialect, stream)``.
+ESCAPED_WORD_ROUTES: dict[str, tuple[str, bytes]] = {
+    "openai-chat-error-type": ("openai-chat", sse([
+        _chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": ""}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "serv\\u0065r_error'}}]}),
+        {"error": {"type": "server_error", "message": "m"}},
+    ])),
+    "bedrock-error-frame": ("bedrock-converse", encode_events([
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "lookup"}}}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "\\u0049nternalFailure'}}}},
+    ]) + encode_frame({":message-type": "error", ":error-code": "InternalFailure"}, b"")),
+}
+
+
+@pytest.mark.parametrize("route", sorted(ESCAPED_WORD_ROUTES))
+def test_a_documented_word_a_failed_call_holds_escaped_is_hidden(route: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dialect, raw = ESCAPED_WORD_ROUTES[route]
+    word = "server_error" if dialect == "openai-chat" else "InternalFailure"
+    (tmp_path / "in.bin").write_bytes(raw)
+    main(["assemble", "--json", "--dialect", dialect, str(tmp_path / "in.bin")])
+    doc = json.loads(capsys.readouterr().out)
+    (stream,) = doc["streams"]
+    assert stream["end"] == "error" and word not in stream["end_detail"] and f"(hidden value, {len(word)} characters)" in stream["end_detail"]
+
+
+_BEDROCK_LINES = [
+    {"messageStart": {"role": "assistant"}},
+    {"contentBlockStart": {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "lookup"}}}},
+    {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "' + WORD}}}},
+]
+_CHAT_LINES = [
+    _chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": ""}}]}),
+    _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "' + WORD}}]}),
+]
+
+
+@pytest.mark.parametrize("error", [
+    {":error": WORD}, {":error": [WORD]}, {":error": {"code": WORD, "message": {"m": WORD}}}, {":error": {WORD: "x", "code": "InternalFailure"}},
+    {"throttlingException": {WORD: "x"}}, {"throttlingException": {"message": {"code": {WORD: 1}}}},
+    {"error": {WORD: "x", "type": "server_error"}}, {"error": {"code": {WORD: 1}, "type": "server_error"}},
+])
+def test_an_error_of_any_shape_is_masked_in_the_reproducer(error: dict[str, Any]) -> None:
+    """Its keys as well as its values: a provider names them, and they can quote the arguments."""
+    from toollatch.redaction.export import redact_capture
+
+    lines = _CHAT_LINES if "error" in error else _BEDROCK_LINES
+    raw = "".join(json.dumps(doc) + "\n" for doc in [*lines, error]).encode()
+    assert WORD not in redact_capture(raw).decode("utf-8", "replace")
+
+
+def test_a_call_holding_a_documented_word_in_another_case_or_behind_many_escapes_hides_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Words match without case (as the vocabulary does); a call with more escapes than are
+    read one by one is taken to hold every word (hidden: the safe side)."""
+    from toollatch.core.stream_end import ESCAPES_READ
+
+    many = "\\u0041" * (ESCAPES_READ + 1)
+    for text in ('{"q": "internalfailure', '{"q": "' + many):
+        raw = encode_events([*_BEDROCK_LINES[:2], {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": text}}}}])
+        (tmp_path / "in.bin").write_bytes(raw + encode_frame({":message-type": "error", ":error-code": "InternalFailure"}, b""))
+        main(["assemble", "--json", str(tmp_path / "in.bin")])
+        (stream,) = json.loads(capsys.readouterr().out)["streams"]
+        assert stream["end_detail"].endswith("(hidden value, 15 characters)"), stream["end_detail"]
+    raw = encode_events([*_BEDROCK_LINES[:2], {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "\\\\u0041"}'}}}}])
+    (tmp_path / "in.bin").write_bytes(raw + encode_frame({":message-type": "error", ":error-code": "InternalFailure"}, b""))
+    main(["assemble", "--json", str(tmp_path / "in.bin")])
+    assert json.loads(capsys.readouterr().out)["streams"][0]["end_detail"].endswith("InternalFailure")  # no call holds it
+
+
+def test_an_end_with_more_text_than_is_searched_hides_every_documented_word(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past SEARCHED_BYTES (argument bytes times words) every call is taken to hold every word."""
+    import toollatch.core.stream_end as stream_end
+
+    raw = encode_events([*_BEDROCK_LINES[:2], {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "' + "a" * 200}}}}])
+    (tmp_path / "in.bin").write_bytes(raw + encode_frame({":message-type": "error", ":error-code": "InternalFailure"}, b""))
+    for budget, shown in ((10_000, True), (100, False)):
+        monkeypatch.setattr(stream_end, "SEARCHED_BYTES", budget)
+        main(["assemble", "--json", str(tmp_path / "in.bin")])
+        (stream,) = json.loads(capsys.readouterr().out)["streams"]
+        assert stream["end_detail"].endswith("InternalFailure" if shown else "(hidden value, 15 characters)"), stream["end_detail"]
