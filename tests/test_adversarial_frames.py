@@ -129,22 +129,26 @@ def test_an_error_of_any_shape_is_masked_in_the_reproducer(error: dict[str, Any]
     assert WORD not in redact_capture(raw).decode("utf-8", "replace")
 
 
-def test_a_call_holding_a_documented_word_in_another_case_or_behind_many_escapes_hides_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Words match without case (as the vocabulary does); a call with more escapes than are
-    read one by one is taken to hold every word (hidden: the safe side)."""
-    from toollatch.core.stream_end import ESCAPES_READ
-
-    many = "\\u0041" * (ESCAPES_READ + 1)
-    for text in ('{"q": "internalfailure', '{"q": "' + many):
+def test_a_call_holding_a_documented_word_in_another_case_or_a_malformed_escape_hides_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Words match without case (as the vocabulary does); text with an escape that cannot be
+    read is taken to hold every word (hidden: the safe side); an escaped backslash is no escape."""
+    for text, shown in (('{"q": "internalfailure', False), ('{"q": "\\u12G4', False), ('{"q": "\\\\u0049nternalFailure"}', True)):
         raw = encode_events([*_BEDROCK_LINES[:2], {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": text}}}}])
         (tmp_path / "in.bin").write_bytes(raw + encode_frame({":message-type": "error", ":error-code": "InternalFailure"}, b""))
         main(["assemble", "--json", str(tmp_path / "in.bin")])
         (stream,) = json.loads(capsys.readouterr().out)["streams"]
-        assert stream["end_detail"].endswith("(hidden value, 15 characters)"), stream["end_detail"]
-    raw = encode_events([*_BEDROCK_LINES[:2], {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "\\\\u0041"}'}}}}])
-    (tmp_path / "in.bin").write_bytes(raw + encode_frame({":message-type": "error", ":error-code": "InternalFailure"}, b""))
-    main(["assemble", "--json", str(tmp_path / "in.bin")])
-    assert json.loads(capsys.readouterr().out)["streams"][0]["end_detail"].endswith("InternalFailure")  # no call holds it
+        assert stream["end_detail"].endswith("InternalFailure" if shown else "(hidden value, 15 characters)"), (text, stream["end_detail"])
+
+
+@pytest.mark.parametrize("held", ["max_to\u212aens", "max_to\\u212aens"])
+def test_a_word_that_folds_to_a_documented_one_is_no_documented_word(held: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``str.lower`` folds the Kelvin sign to ``k``: ``max_to\u212aens`` is not ``max_tokens``."""
+    word = "max_to\u212aens"
+    raw = sse([*_CHAT_LINES[:1], _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "' + held}}]}), _chunk({}, word)])
+    (tmp_path / "in.sse").write_bytes(raw)
+    main(["assemble", "--json", str(tmp_path / "in.sse")])
+    (stream,) = json.loads(capsys.readouterr().out)["streams"]
+    assert word not in stream["end_detail"] and "max_toKens" not in stream["end_detail"] and "hidden" in stream["end_detail"]
 
 
 def test_an_end_with_more_text_than_is_searched_hides_every_documented_word(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

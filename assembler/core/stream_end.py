@@ -19,7 +19,7 @@ reason; a stream that ends any other way fails (or cancels) every call still ope
 
 from __future__ import annotations
 
-import re
+import codecs
 from typing import TYPE_CHECKING
 
 from toollatch.core.calls import CallRecord, keep_one_record_per_id
@@ -226,8 +226,8 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
     """For each provider word of ``words`` that ``detail`` shows (a stop reason, an error
     type or code: :mod:`toollatch.dialects.words`), the calls not yet committed whose
     buffered argument text holds it as a reader of the arguments would see it
-    (:func:`_readable`: any case, JSON ``\\u`` escapes undone). Reads each buffer once,
-    then searches it once per word: linear. A word
+    (:func:`_readable`: any case, escapes undone). Reads each buffer once, then searches
+    it once per word: linear, and bounded (:data:`SEARCHED_BYTES`). A word
     outside the providers' documented vocabulary maps to no call and is hidden all the
     same (:func:`guard_words`): argument text can reach the end's detail in ways no buffer
     here shows (a call that failed before the end released its text; text an adapter or
@@ -245,12 +245,12 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
                 found[word] = []  # hidden whoever holds it
     if known:
         calls = [call for call in asm._ordered() if (call.buffer or call.whole_arguments) and call.machine.state is not COMMITTED]
-        if sum(len(call.buffer or b"") + len(call.whole_arguments or "") for call in calls) * len(known) > SEARCHED_BYTES:
+        if sum(len(call.buffer or b"") + _bytes(call.whole_arguments) for call in calls) * len(known) > SEARCHED_BYTES:
             return found | {word: calls for word in known} if calls else found  # too much to search: taken as held
         texts = [(call, _readable(call)) for call in calls]
         for word in known:
-            data = word.lower().encode("utf-8", "surrogatepass")
-            held = [call for call, text in texts if text is None or data in text]
+            lower = word.lower()  # ASCII (_known_word)
+            held = [call for call, text in texts if text is None or lower in text]
             if held:
                 found[word] = held
     return found
@@ -258,42 +258,42 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
 
 #: Bytes of argument text times words searched at one stream's end above which every call
 #: not committed is taken to hold every word (hidden: the safe side), so that the search
-#: stays a few milliseconds however many calls and words an end has.
+#: stays a few tens of milliseconds however many calls and words an end has.
 SEARCHED_BYTES = 16 * 1024 * 1024
 
 
-#: A JSON escape in argument text: ``\\uXXXX`` (group 1: its hex digits) or any other.
-_ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|(.))", re.DOTALL)
-#: Escapes in one call's text above which it is taken to hold every word (hidden: the safe
-#: side) rather than read one by one: a stream's end stays a few milliseconds per call.
-ESCAPES_READ = 1024
+def _bytes(text: str | None) -> int:
+    """At least the UTF-8 bytes of ``text`` (without encoding it)."""
+    return 0 if not text else len(text) if text.isascii() else 4 * len(text)
 
 
-def _readable(call: CallRecord) -> bytes | None:
-    """``call``'s argument text (buffered, or given whole with its start) as its reader sees
-    the words in it: lowercase (the vocabulary's words match without case), each ``\\u``
-    escape of an ASCII character as that character, any other escape as a NUL byte (it
-    yields no word character). None: too many escapes to read (:data:`ESCAPES_READ`)."""
-    text = bytes(call.buffer or b"") + b"\x00" + (call.whole_arguments or "").encode("utf-8", "surrogatepass")
-    escapes = text.count(b"\\")
-    if escapes > ESCAPES_READ:
-        return None
-    if escapes:
-        text = _ESCAPE.sub(_unescaped, text)
-    return text.lower()
-
-
-def _unescaped(match: re.Match[bytes]) -> bytes:
-    code = match.group(1)
-    return bytes([int(code, 16)]) if code is not None and int(code, 16) < 0x80 else b"\x00"
+def _readable(call: CallRecord) -> str | None:
+    """``call``'s argument text (buffered, and given whole with its start) as its reader
+    sees the words in it: escapes undone (``\\u0065`` as ``e``; C code, ``unicode_escape``:
+    an escaped backslash stays a backslash), lowercase (the vocabulary's words match
+    without case). None: a malformed escape that cannot be read (the call is taken to hold
+    every word: hidden, the safe side). Bytes outside ASCII are read as Latin-1: no word
+    of the vocabulary has any."""
+    out = []
+    for part in (bytes(call.buffer or b""), (call.whole_arguments or "").encode("utf-8", "surrogatepass")):
+        if b"\\" in part:
+            if part.endswith(b"\\") and not part.endswith(b"\\\\"):
+                part = part[:-1]  # text cut inside an escape
+            try:
+                out.append(codecs.decode(part, "unicode_escape").lower())
+            except UnicodeDecodeError:
+                return None
+        else:
+            out.append(part.decode("latin-1").lower())
+    return "\x00".join(out)
 
 
 def _known_word(word: str) -> bool:
     """``word`` is in a provider's documented vocabulary (:func:`toollatch.dialects.words.known`)
     or an HTTP status (three digits: no text to carry)."""
-    from toollatch.dialects.words import known  # the dialects import this package
+    from toollatch.dialects.words import is_known  # the dialects import this package
 
-    return word.lower() in known() or (len(word) == 3 and word.isascii() and word.isdigit() and word[0] in "12345")
+    return is_known(word) or (len(word) == 3 and word.isascii() and word.isdigit() and word[0] in "12345")
 
 
 def guard_words(detail: str | None, found: dict[str, list[CallRecord]]) -> tuple[str | None, list[str]]:

@@ -66,9 +66,16 @@ _SHAPES = (
 )
 
 
+def is_known(value: str) -> bool:
+    """``value`` is a word of a known vocabulary (:func:`known`), case ignored. ASCII only:
+    ``str.lower`` folds a few other characters to ASCII letters (the Kelvin sign U+212A
+    to ``k``), which would let ``max_to\u212aens`` pass for ``max_tokens``."""
+    return value.isascii() and value.lower() in known()
+
+
 def is_word(value: str) -> bool:
     """``value`` (a reason, type or code) may be shown: a known word or an identifier shape."""
-    return value.lower() in known() or any(p.fullmatch(value) for p in _SHAPES)
+    return is_known(value) or any(p.fullmatch(value) for p in _SHAPES)
 
 
 def shown_word(value: str, what: str = "value") -> str:
@@ -76,4 +83,4 @@ def shown_word(value: str, what: str = "value") -> str:
     return value if is_word(value) else hidden(value, what)
 
 
-__all__ = ["ERROR_WORDS", "known", "hidden", "is_word", "shown_word"]
+__all__ = ["ERROR_WORDS", "known", "hidden", "is_known", "is_word", "shown_word"]

@@ -22,7 +22,7 @@ from toollatch.core import jsontext
 from toollatch.wire.capture import DONE, ERROR_FRAME, ProviderEvent
 from toollatch.dialects.openai_responses import _WRAP_CLOSE, _WRAP_OPEN  # around a custom tool's free-text input
 from toollatch.core.model import Op
-from toollatch.dialects.words import known
+from toollatch.dialects.words import is_known
 from toollatch.redaction.redactor import (
     ArgOp,
     Ledger,
@@ -59,7 +59,7 @@ def mask_word(value: Any) -> Any:
     shaped like a word: it could be a piece of a call's arguments) as a stand-in of its byte
     length that is no word (it starts with a space), so the replay hides it just the same
     and ends the stream the same way."""
-    if not isinstance(value, str) or value.lower() in known():
+    if not isinstance(value, str) or is_known(value):
         return value
     return " " + placeholder(value)[1:]
 
@@ -68,8 +68,8 @@ def mask_exception_name(name: str) -> str:
     """A Bedrock ``...Exception`` event name as a reproducer keeps it: a known one as it is,
     else a stand-in of the same length that still ends in ``Exception`` (so the replay reads
     an exception event) and is no word."""
-    if name.lower() in known() or len(name) < 12:
-        return name if name.lower() in known() else "X0Exception"
+    if is_known(name) or len(name) < 12:
+        return name if is_known(name) else "X0Exception"
     return "X0" + "x" * (len(name) - 11) + "Exception"
 
 
@@ -105,11 +105,12 @@ def mask_provider_errors(data: dict[str, Any]) -> None:
         data["error"] = _mask_error(data["error"])
     if isinstance(data.get("message"), str):  # an error event's top-level message (Responses, Cohere)
         data["message"] = mask_text(data["message"])
-    if data.get("type") == "error":  # a Responses error event: its code and param beside the message
+    if data.get("type") == "error":  # a Responses error event: its code and param beside the message, of any shape
         if "code" in data and not isinstance(data["code"], (dict, list)):
             data["code"] = mask_word(data["code"])
-        if isinstance(data.get("param"), str):
-            data["param"] = mask_text(data["param"])
+        for field in ("message", "param"):
+            if data.get(field) is not None:
+                data[field] = _mask_all(data[field])
     response = data.get("response")
     if isinstance(response, dict) and response.get("error") is not None:
         response["error"] = _mask_error(response["error"])
