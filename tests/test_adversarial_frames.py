@@ -162,3 +162,24 @@ def test_an_end_with_more_text_than_is_searched_hides_every_documented_word(tmp_
         main(["assemble", "--json", str(tmp_path / "in.bin")])
         (stream,) = json.loads(capsys.readouterr().out)["streams"]
         assert stream["end_detail"].endswith("InternalFailure" if shown else "(hidden value, 15 characters)"), stream["end_detail"]
+
+
+@pytest.mark.parametrize("cut", ["caf\\u00", "caf\\u", "\\ud83d\\u", "C:\\\\\\", "https:\\/\\/x", "a\\nb\\\"c"])
+def test_a_word_no_call_holds_is_shown_whatever_escape_the_text_ends_or_is_cut_in(cut: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A truncated call is often cut inside an escape; JSON's ``\\/`` is no Python escape:
+    neither hides (nor warns about) a stop reason no call holds."""
+    raw = sse([*_CHAT_LINES[:1], _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "' + cut}}]}), _chunk({}, "length")])
+    (tmp_path / "in.sse").write_bytes(raw)
+    main(["assemble", "--json", str(tmp_path / "in.sse")])
+    (stream,) = json.loads(capsys.readouterr().out)["streams"]
+    assert stream["end"] == "truncated" and stream["end_detail"] == "finish_reason length", stream["end_detail"]
+
+
+@pytest.mark.parametrize("code", [{"detail": WORD}, [WORD]])
+def test_a_responses_error_events_code_of_any_shape_is_masked_in_the_reproducer(code: Any) -> None:
+    from toollatch.redaction.export import redact_capture
+
+    from .test_adversarial_leaks import _ADDED, _CREATED, _named_sse, _r_delta
+
+    raw = _named_sse([_CREATED, _ADDED, _r_delta('{"q": "' + WORD), {"type": "error", "code": code, "message": "m"}])
+    assert WORD not in redact_capture(raw).decode("utf-8", "replace")

@@ -20,6 +20,7 @@ reason; a stream that ends any other way fails (or cancels) every call still ope
 from __future__ import annotations
 
 import codecs
+import re
 from typing import TYPE_CHECKING
 
 from toollatch.core.calls import CallRecord, keep_one_record_per_id
@@ -269,23 +270,40 @@ def _bytes(text: str | None) -> int:
 
 def _readable(call: CallRecord) -> str | None:
     """``call``'s argument text (buffered, and given whole with its start) as its reader
-    sees the words in it: escapes undone (``\\u0065`` as ``e``; C code, ``unicode_escape``:
-    an escaped backslash stays a backslash), lowercase (the vocabulary's words match
-    without case). None: a malformed escape that cannot be read (the call is taken to hold
-    every word: hidden, the safe side). Bytes outside ASCII are read as Latin-1: no word
-    of the vocabulary has any."""
+    sees the words in it (:func:`_unescaped`), lowercase (the vocabulary's words match
+    without case). None: a malformed ``\\u`` escape (the call is taken to hold every
+    word: hidden, the safe side)."""
     out = []
     for part in (bytes(call.buffer or b""), (call.whole_arguments or "").encode("utf-8", "surrogatepass")):
-        if b"\\" in part:
-            if part.endswith(b"\\") and not part.endswith(b"\\\\"):
-                part = part[:-1]  # text cut inside an escape
-            try:
-                out.append(codecs.decode(part, "unicode_escape").lower())
-            except UnicodeDecodeError:
-                return None
-        else:
-            out.append(part.decode("latin-1").lower())
+        text = _unescaped(part)
+        if text is None:
+            return None
+        out.append(text.lower())
     return "\x00".join(out)
+
+
+#: An escape the text was cut inside of, at its very end: a backslash, or ``\\u`` and up
+#: to three hex digits (read in the text's last six bytes only).
+_CUT_ESCAPE = re.compile(rb"\\(?:u[0-9a-fA-F]{0,3})?\Z")
+
+
+def _unescaped(text: bytes) -> str | None:
+    """``text`` (JSON text, maybe cut anywhere) with its escapes undone as far as words go,
+    by C code only: an escaped backslash and every escape but ``\\u`` become NUL bytes
+    (they yield no word character), an escape cut at the end goes, and the ``\\uXXXX``
+    escapes left are undone by the ``unicode_escape`` codec. Bytes outside ASCII are read
+    as Latin-1 (no word of the vocabulary has any). None: a malformed ``\\u`` escape."""
+    if b"\\" not in text:
+        return text.decode("latin-1")
+    text = text.replace(b"\\\\", b"\x00\x00")  # left to right, as JSON pairs them
+    text = text.replace(b"\\u", b"\x01u").replace(b"\\", b"\x00").replace(b"\x01u", b"\\u")
+    cut = _CUT_ESCAPE.search(text, max(0, len(text) - 6))
+    if cut is not None:
+        text = text[: cut.start()]
+    try:
+        return codecs.decode(text, "unicode_escape")
+    except UnicodeDecodeError:
+        return None
 
 
 def _known_word(word: str) -> bool:

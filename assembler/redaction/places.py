@@ -106,8 +106,8 @@ def mask_provider_errors(data: dict[str, Any]) -> None:
     if isinstance(data.get("message"), str):  # an error event's top-level message (Responses, Cohere)
         data["message"] = mask_text(data["message"])
     if data.get("type") == "error":  # a Responses error event: its code and param beside the message, of any shape
-        if "code" in data and not isinstance(data["code"], (dict, list)):
-            data["code"] = mask_word(data["code"])
+        if "code" in data:
+            data["code"] = _mask_all(data["code"]) if isinstance(data["code"], (dict, list)) else mask_word(data["code"])
         for field in ("message", "param"):
             if data.get(field) is not None:
                 data[field] = _mask_all(data[field])
