@@ -152,13 +152,15 @@ def test_a_word_that_folds_to_a_documented_one_is_no_documented_word(held: str, 
 
 
 def test_an_end_with_more_text_than_is_searched_hides_every_documented_word(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past SEARCHED_BYTES (argument bytes times words) every call is taken to hold every word."""
+    """Past SEARCHED_BYTES (argument bytes times words) or SEARCHED_CALLS every call is taken
+    to hold every word."""
     import toollatch.core.stream_end as stream_end
 
     raw = encode_events([*_BEDROCK_LINES[:2], {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "' + "a" * 200}}}}])
     (tmp_path / "in.bin").write_bytes(raw + encode_frame({":message-type": "error", ":error-code": "InternalFailure"}, b""))
-    for budget, shown in ((10_000, True), (100, False)):
+    for budget, calls, shown in ((10_000, 1024, True), (100, 1024, False), (10_000, 0, False)):
         monkeypatch.setattr(stream_end, "SEARCHED_BYTES", budget)
+        monkeypatch.setattr(stream_end, "SEARCHED_CALLS", calls)
         main(["assemble", "--json", str(tmp_path / "in.bin")])
         (stream,) = json.loads(capsys.readouterr().out)["streams"]
         assert stream["end_detail"].endswith("InternalFailure" if shown else "(hidden value, 15 characters)"), stream["end_detail"]

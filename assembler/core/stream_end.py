@@ -228,7 +228,7 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
     type or code: :mod:`toollatch.dialects.words`), the calls not yet committed whose
     buffered argument text holds it as a reader of the arguments would see it
     (:func:`_readable`: any case, escapes undone). Reads each buffer once, then searches
-    it once per word: linear, and bounded (:data:`SEARCHED_BYTES`). A word
+    it once per word: linear, and bounded (:data:`SEARCHED_BYTES`, :data:`SEARCHED_CALLS`). A word
     outside the providers' documented vocabulary maps to no call and is hidden all the
     same (:func:`guard_words`): argument text can reach the end's detail in ways no buffer
     here shows (a call that failed before the end released its text; text an adapter or
@@ -246,7 +246,8 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
                 found[word] = []  # hidden whoever holds it
     if known:
         calls = [call for call in asm._ordered() if (call.buffer or call.whole_arguments) and call.machine.state is not COMMITTED]
-        if sum(len(call.buffer or b"") + _bytes(call.whole_arguments) for call in calls) * len(known) > SEARCHED_BYTES:
+        size = sum(len(call.buffer or b"") + _bytes(call.whole_arguments) for call in calls)
+        if len(calls) > SEARCHED_CALLS or size * len(known) > SEARCHED_BYTES:
             return found | {word: calls for word in known} if calls else found  # too much to search: taken as held
         texts = [(call, _readable(call)) for call in calls]
         for word in known:
@@ -257,10 +258,11 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
     return found
 
 
-#: Bytes of argument text times words searched at one stream's end above which every call
-#: not committed is taken to hold every word (hidden: the safe side), so that the search
-#: stays a few tens of milliseconds however many calls and words an end has.
-SEARCHED_BYTES = 16 * 1024 * 1024
+#: Bytes of argument text times words searched at one stream's end, and calls read, above
+#: which every call not committed is taken to hold every word (hidden: the safe side), so
+#: that the search stays a few tens of milliseconds however many calls and words an end has.
+SEARCHED_BYTES = 4 * 1024 * 1024
+SEARCHED_CALLS = 1024
 
 
 def _bytes(text: str | None) -> int:
