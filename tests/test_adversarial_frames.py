@@ -140,15 +140,17 @@ def test_a_call_holding_a_documented_word_in_another_case_or_a_malformed_escape_
         assert stream["end_detail"].endswith("InternalFailure" if shown else "(hidden value, 15 characters)"), (text, stream["end_detail"])
 
 
-@pytest.mark.parametrize("held", ["max_to\u212aens", "max_to\\u212aens"])
-def test_a_word_that_folds_to_a_documented_one_is_no_documented_word(held: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``str.lower`` folds the Kelvin sign to ``k``: ``max_to\u212aens`` is not ``max_tokens``."""
-    word = "max_to\u212aens"
+@pytest.mark.parametrize(("held", "word"), [
+    ("max_to\u212aens", "max_to\u212aens"), ("max_to\\u212aens", "max_to\u212aens"), ("max_to\u212aens", "max_tokens"),
+])
+def test_a_word_that_folds_to_a_documented_one_is_no_documented_word(held: str, word: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``str.lower`` folds the Kelvin sign to ``k``: ``max_to\u212aens`` is not ``max_tokens``,
+    but a call holding it holds ``max_tokens`` for its reader."""
     raw = sse([*_CHAT_LINES[:1], _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "' + held}}]}), _chunk({}, word)])
     (tmp_path / "in.sse").write_bytes(raw)
     main(["assemble", "--json", str(tmp_path / "in.sse")])
     (stream,) = json.loads(capsys.readouterr().out)["streams"]
-    assert word not in stream["end_detail"] and "max_toKens" not in stream["end_detail"] and "hidden" in stream["end_detail"]
+    assert word not in stream["end_detail"] and "hidden" in stream["end_detail"], stream["end_detail"]
 
 
 def test_an_end_with_more_text_than_is_searched_hides_every_documented_word(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -185,3 +187,15 @@ def test_a_responses_error_events_code_of_any_shape_is_masked_in_the_reproducer(
 
     raw = _named_sse([_CREATED, _ADDED, _r_delta('{"q": "' + WORD), {"type": "error", "code": code, "message": "m"}])
     assert WORD not in redact_capture(raw).decode("utf-8", "replace")
+
+
+def test_a_call_whose_text_has_a_raw_0x01_byte_holds_every_word(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """0x01 marks ``\\u`` escapes while they are read: a raw one (never in valid JSON) could
+    make ``\\n\x01udeadline_exceeded`` read as an escape and hide the word from the search."""
+    raw = sse([*_CHAT_LINES[:1], _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "\\n\x01udeadline_exceeded'}}]}),
+               {"error": {"type": "deadline_exceeded", "message": "m"}}])
+    (tmp_path / "in.sse").write_bytes(raw)
+    main(["assemble", "--json", str(tmp_path / "in.sse")])
+    (stream,) = json.loads(capsys.readouterr().out)["streams"]
+    assert stream["end"] == "error" and stream["end_detail"] == "(hidden value, 17 characters)", stream["end_detail"]
+

@@ -273,7 +273,8 @@ def _bytes(text: str | None) -> int:
 def _readable(call: CallRecord) -> str | None:
     """``call``'s argument text (buffered, and given whole with its start) as its reader
     sees the words in it (:func:`_unescaped`), lowercase (the vocabulary's words match
-    without case). None: a malformed ``\\u`` escape (the call is taken to hold every
+    without case; ``str.lower`` folds a few other characters to ASCII letters too, which
+    only hides more). None: a malformed ``\\u`` escape (the call is taken to hold every
     word: hidden, the safe side)."""
     out = []
     for part in (bytes(call.buffer or b""), (call.whole_arguments or "").encode("utf-8", "surrogatepass")):
@@ -287,23 +288,24 @@ def _readable(call: CallRecord) -> str | None:
 #: An escape the text was cut inside of, at its very end: a backslash, or ``\\u`` and up
 #: to three hex digits (read in the text's last six bytes only).
 _CUT_ESCAPE = re.compile(rb"\\(?:u[0-9a-fA-F]{0,3})?\Z")
-
-
 def _unescaped(text: bytes) -> str | None:
-    """``text`` (JSON text, maybe cut anywhere) with its escapes undone as far as words go,
-    by C code only: an escaped backslash and every escape but ``\\u`` become NUL bytes
-    (they yield no word character), an escape cut at the end goes, and the ``\\uXXXX``
-    escapes left are undone by the ``unicode_escape`` codec. Bytes outside ASCII are read
-    as Latin-1 (no word of the vocabulary has any). None: a malformed ``\\u`` escape."""
+    """``text`` (JSON text as UTF-8, maybe cut anywhere) with its escapes undone as far as
+    words go, by C code only: an escaped backslash and every escape but ``\\u`` become NUL
+    bytes (they yield no word character), an escape cut at the end goes, and the
+    ``\\uXXXX`` escapes left are undone by the ``unicode_escape`` codec (other characters
+    given to it as escapes of their own, so each is read as the character it is). None: a
+    malformed ``\\u`` escape, or a raw 0x01 byte (the marker this uses; never in valid JSON)."""
     if b"\\" not in text:
-        return text.decode("latin-1")
+        return text.decode("utf-8", "replace")
+    if b"\x01" in text:
+        return None
     text = text.replace(b"\\\\", b"\x00\x00")  # left to right, as JSON pairs them
-    text = text.replace(b"\\u", b"\x01u").replace(b"\\", b"\x00").replace(b"\x01u", b"\\u")
+    text = text.replace(b"\\u", b"\x01").replace(b"\\", b"\x00").replace(b"\x01", b"\\u")
     cut = _CUT_ESCAPE.search(text, max(0, len(text) - 6))
     if cut is not None:
         text = text[: cut.start()]
     try:
-        return codecs.decode(text, "unicode_escape")
+        return codecs.decode(text.decode("utf-8", "surrogatepass").encode("ascii", "backslashreplace"), "unicode_escape")
     except UnicodeDecodeError:
         return None
 
