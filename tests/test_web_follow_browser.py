@@ -60,8 +60,11 @@ def test_watch_next_opens_the_sdk_stream_and_fills_it_live(base_url: str, reques
         page.wait_for_selector(".card", timeout=15_000)  # a call card while the stream runs
         during: list[tuple[list[list[str]], str]] = []  # (each card's state and bytes, page HTML)
         while thread.is_alive():
-            cards = page.eval_on_selector_all(".card", "cs => cs.map(c => [c.dataset.state, c.dataset.bytes])")
-            during.append((cards, page.content()))
+            # the cards' states and the page's HTML read in one step: the page cannot change in between
+            during.append(tuple(page.evaluate(
+                "() => [Array.from(document.querySelectorAll('.card'), c => [c.dataset.state, c.dataset.bytes]),"
+                " document.documentElement.outerHTML]"
+            )))
             time.sleep(0.1)
         thread.join()
         page.wait_for_function("document.querySelectorAll('.card[data-state=committed]').length === 2", timeout=15_000)
