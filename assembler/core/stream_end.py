@@ -277,7 +277,7 @@ def _readable(call: CallRecord) -> str | None:
     only hides more). None: a malformed ``\\u`` escape (the call is taken to hold every
     word: hidden, the safe side)."""
     out = []
-    for part in (bytes(call.buffer or b""), (call.whole_arguments or "").encode("utf-8", "surrogatepass")):
+    for part in (call.buffer or b"", (call.whole_arguments or "").encode("utf-8", "surrogatepass")):
         text = _unescaped(part)
         if text is None:
             return None
@@ -288,7 +288,7 @@ def _readable(call: CallRecord) -> str | None:
 #: An escape the text was cut inside of, at its very end: a backslash, or ``\\u`` and up
 #: to three hex digits (read in the text's last six bytes only).
 _CUT_ESCAPE = re.compile(rb"\\(?:u[0-9a-fA-F]{0,3})?\Z")
-def _unescaped(text: bytes) -> str | None:
+def _unescaped(text: bytes | bytearray) -> str | None:
     """``text`` (JSON text as UTF-8, maybe cut anywhere) with its escapes undone as far as
     words go, by C code only: an escaped backslash and every escape but ``\\u`` become NUL
     bytes (they yield no word character), an escape cut at the end goes, and the

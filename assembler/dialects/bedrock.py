@@ -155,11 +155,12 @@ class BedrockInvokeAdapter:
             return []  # a framing note only (truncated_frame); the pipeline records it
         chunk = data.get("chunk") if isinstance(data, dict) else None
         if not isinstance(chunk, dict) or not isinstance(chunk.get("bytes"), str):
-            if isinstance(data, dict) and len(data) == 1 and next(iter(data)).endswith("Exception"):
+            if isinstance(data, dict) and len(data) == 1:
                 ((kind, body),) = data.items()
-                return [provider_error(body, (), prefix=shown_word(kind, "exception"), words=(kind,))]
-            if isinstance(data, dict) and len(data) == 1 and isinstance(data.get(ERROR_FRAME), dict):
-                return [frame_error(event, data[ERROR_FRAME])]
+                if kind.endswith("Exception"):
+                    return [provider_error(body, (), prefix=shown_word(kind, "exception"), words=(kind,))]
+                if kind == ERROR_FRAME and isinstance(body, dict):
+                    return [frame_error(event, body)]
             return [Quirk("non_chunk_line")]
         try:
             payload = base64.b64decode(chunk["bytes"], validate=True)

@@ -83,11 +83,14 @@ def _mask_error(error: Any) -> Any:
     (:func:`mask_word`), every other value masked, and every key but the documented fields'
     masked (a placeholder of its length: a key can quote the arguments as a value can)."""
     if isinstance(error, dict):
-        return {
-            (k if k in _ERROR_FIELDS else placeholder(k)): mask_word(v) if k in _ERROR_KEEP and not isinstance(v, (dict, list)) else _mask_all(v)
-            for k, v in error.items()
-        }
+        return {(k if k in _ERROR_FIELDS else placeholder(k)): _masked_field(k, v) for k, v in error.items()}
     return _mask_all(error)
+
+
+def _masked_field(key: str, value: Any) -> Any:
+    """One field of a provider error: a type, code or status as a word (:func:`mask_word`),
+    anything else masked whole (:func:`_mask_all`)."""
+    return mask_word(value) if key in _ERROR_KEEP and not isinstance(value, (dict, list)) else _mask_all(value)
 
 
 def _mask_all(value: Any) -> Any:
@@ -106,11 +109,9 @@ def mask_provider_errors(data: dict[str, Any]) -> None:
     if isinstance(data.get("message"), str):  # an error event's top-level message (Responses, Cohere)
         data["message"] = mask_text(data["message"])
     if data.get("type") == "error":  # a Responses error event: its code and param beside the message, of any shape
-        if "code" in data:
-            data["code"] = _mask_all(data["code"]) if isinstance(data["code"], (dict, list)) else mask_word(data["code"])
-        for field in ("message", "param"):
+        for field in ("code", "message", "param"):
             if data.get(field) is not None:
-                data[field] = _mask_all(data[field])
+                data[field] = _masked_field(field, data[field])
     response = data.get("response")
     if isinstance(response, dict) and response.get("error") is not None:
         response["error"] = _mask_error(response["error"])
