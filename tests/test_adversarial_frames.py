@@ -199,3 +199,60 @@ def test_a_call_whose_text_has_a_raw_0x01_byte_holds_every_word(tmp_path: Path, 
     (stream,) = json.loads(capsys.readouterr().out)["streams"]
     assert stream["end"] == "error" and stream["end_detail"] == "(hidden value, 17 characters)", stream["end_detail"]
 
+
+
+#: A documented word held with a character a reader takes for an ASCII letter in another
+#: case (its capital is ASCII, or its lowercase is), raw or as a ``\u`` escape, and the end
+#: that shows the word: ``(held, finish_reason or None, error type or None)``.
+FOLDED_WORDS = [
+    ("max_token\u017f", "max_tokens", None),  # long s: capital S
+    ("max_token\\u017f", "max_tokens", None),
+    ("\u0131nvalid_request_error", None, "invalid_request_error"),  # dotless i: capital I
+    ("\\u0131nvalid_request_error", None, "invalid_request_error"),
+    ("content_\ufb01lter", "content_filter", None),  # the fi ligature: capitals FI
+    ("content_\\ufb01lter", "content_filter", None),
+    ("\u017ferver_error", None, "server_error"),
+    ("max_to\u212aens", "max_tokens", None),  # the Kelvin sign: lowercase k
+]
+
+
+@pytest.mark.parametrize(("held", "reason", "error"), FOLDED_WORDS)
+def test_a_word_held_with_a_character_read_as_an_ascii_letter_is_hidden(held: str, reason: str | None, error: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``str.lower`` alone leaves the long s, the dotless i, the sharp s and the ligatures
+    as they are, though their capitals are ASCII letters: a call holding ``max_tokenſ``
+    holds ``max_tokens`` for its reader."""
+    end: dict[str, Any] = _chunk({}, reason) if reason else {"error": {"type": error, "message": "m"}}
+    raw = sse([*_CHAT_LINES[:1], _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "' + held}}]}), end])
+    (tmp_path / "in.sse").write_bytes(raw)
+    main(["assemble", "--json", str(tmp_path / "in.sse")])
+    (stream,) = json.loads(capsys.readouterr().out)["streams"]
+    word = reason or error
+    assert word not in stream["end_detail"] and f"(hidden value, {len(word)} characters)" in stream["end_detail"], stream["end_detail"]
+
+
+def test_a_letter_with_a_stroke_or_a_mark_is_no_ascii_letter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Control: the d with stroke (U+0111) and the e with acute stay what they are, so a word
+    no call holds is still shown."""
+    for held in ("rate_limit_exceede\u0111", "rate_limit_exc\u00e9eded"):
+        raw = sse([*_CHAT_LINES[:1], _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "' + held}}]}),
+                   {"error": {"type": "rate_limit_exceeded", "message": "m"}}])
+        (tmp_path / "in.sse").write_bytes(raw)
+        main(["assemble", "--json", str(tmp_path / "in.sse")])
+        (stream,) = json.loads(capsys.readouterr().out)["streams"]
+        assert stream["end_detail"].endswith("rate_limit_exceeded"), (held, stream["end_detail"])
+
+
+def test_a_bedrock_word_held_with_a_character_read_as_an_ascii_letter_is_hidden(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for held, code in (("\u0131nternalfailure", "InternalFailure"), ("\\u0131nternalFailure", "InternalFailure"), ("internal\u017ferviceunavailable", "ServiceUnavailable")):
+        raw = encode_events([*_BEDROCK_LINES[:2], {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "' + held}}}}])
+        (tmp_path / "in.bin").write_bytes(raw + encode_frame({":message-type": "error", ":error-code": code}, b""))
+        main(["assemble", "--json", str(tmp_path / "in.bin")])
+        (stream,) = json.loads(capsys.readouterr().out)["streams"]
+        assert stream["end_detail"].endswith(f"(hidden value, {len(code)} characters)"), (held, stream["end_detail"])
+    for held in ("acce\u00dfdeniedexception", "ACCESSDENIEDEXCEPTION"):
+        raw = "".join(json.dumps(doc) + "\n" for doc in [*_BEDROCK_LINES[:2], {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "' + held}}}}, {"accessDeniedException": {"message": "m"}}])
+        (tmp_path / "in.jsonl").write_text(raw)
+        main(["assemble", "--json", "--dialect", "bedrock-converse", str(tmp_path / "in.jsonl")])
+        (stream,) = json.loads(capsys.readouterr().out)["streams"]
+        assert "accessDeniedException" not in stream["end_detail"], (held, stream["end_detail"])
+

@@ -260,8 +260,10 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
 
 #: Bytes of argument text times words searched at one stream's end, and calls read, above
 #: which every call not committed is taken to hold every word (hidden: the safe side), so
-#: that the search stays a few tens of milliseconds however many calls and words an end has.
-SEARCHED_BYTES = 4 * 1024 * 1024
+#: that the search stays a few tens of milliseconds however many calls and words an end has
+#: (about 60 ms for the slowest text to read, 2 MiB of lone surrogates after an escape; a
+#: stream's output under a ``max_tokens`` of 128k tokens is about 512 KiB).
+SEARCHED_BYTES = 2 * 1024 * 1024
 SEARCHED_CALLS = 1024
 
 
@@ -272,17 +274,25 @@ def _bytes(text: str | None) -> int:
 
 def _readable(call: CallRecord) -> str | None:
     """``call``'s argument text (buffered, and given whole with its start) as its reader
-    sees the words in it (:func:`_unescaped`), lowercase (the vocabulary's words match
-    without case; ``str.lower`` folds a few other characters to ASCII letters too, which
-    only hides more). None: a malformed ``\\u`` escape (the call is taken to hold every
-    word: hidden, the safe side)."""
+    sees the words in it (:func:`_unescaped`), case folded (:func:`_folded`). None: a
+    malformed ``\\u`` escape (the call is taken to hold every word: hidden, the safe side)."""
     out = []
     for part in (call.buffer or b"", (call.whole_arguments or "").encode("utf-8", "surrogatepass")):
         text = _unescaped(part)
         if text is None:
             return None
-        out.append(text.lower())
+        out.append(_folded(text))
     return "\x00".join(out)
+
+
+def _folded(text: str) -> str:
+    """``text`` as the vocabulary's words (ASCII, lowercase) are matched in it: without case,
+    as a reader reads case. Every character a reader takes for an ASCII letter in another
+    case becomes that letter: ``str.upper`` gives the capitals of the long s (U+017F),
+    the dotless i (U+0131), the sharp s and the ``ﬁ``-style ligatures in ASCII, and
+    ``str.lower`` then folds those, and the Kelvin sign (U+212A), to lowercase ASCII.
+    Folding more only hides more. ASCII text is only lowercased (the same result)."""
+    return text.lower() if text.isascii() else text.upper().lower()
 
 
 #: An escape the text was cut inside of, at its very end: a backslash, or ``\\u`` and up
@@ -305,7 +315,9 @@ def _unescaped(text: bytes | bytearray) -> str | None:
     if cut is not None:
         text = text[: cut.start()]
     try:
-        return codecs.decode(text.decode("utf-8", "surrogatepass").encode("ascii", "backslashreplace"), "unicode_escape")
+        # lone surrogates (raw) become U+FFFD, no word character either way: read in C, not
+        # one error-handler call per surrogate as "surrogatepass" would
+        return codecs.decode(text.decode("utf-8", "replace").encode("ascii", "backslashreplace"), "unicode_escape")
     except UnicodeDecodeError:
         return None
 
