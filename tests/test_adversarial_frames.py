@@ -256,3 +256,39 @@ def test_a_bedrock_word_held_with_a_character_read_as_an_ascii_letter_is_hidden(
         (stream,) = json.loads(capsys.readouterr().out)["streams"]
         assert "accessDeniedException" not in stream["end_detail"], (held, stream["end_detail"])
 
+
+def _anthropic_error_event(extra: dict[str, Any]) -> bytes:
+    docs = [
+        ("message_start", {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m"}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"q": "' + WORD}}),
+        ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "m"}, **extra}),
+    ]
+    return "".join(f"event: {kind}\ndata: {json.dumps(doc)}\n\n" for kind, doc in docs).encode()
+
+
+@pytest.mark.parametrize("extra", [{WORD: 1}, {"request_id": WORD}, {"other": WORD}, {"other": {WORD: [WORD]}}])
+@pytest.mark.parametrize("dialect", ["openai-responses", "anthropic"])
+def test_an_error_events_undocumented_keys_are_masked_in_the_reproducer(dialect: str, extra: dict[str, Any]) -> None:
+    """An error event is an error object itself: its keys as well as its values (a key beside
+    the code once reached ``export.sse`` as it was); the replay ends the same way."""
+    from toollatch import Pipeline, read_capture
+    from toollatch.redaction.export import redact_capture
+
+    from .test_adversarial_leaks import _ADDED, _CREATED, _named_sse, _r_delta
+
+    if dialect == "anthropic":
+        raw = _anthropic_error_event(extra)
+    else:
+        raw = _named_sse([_CREATED, _ADDED, _r_delta('{"q": "' + WORD), {"type": "error", "code": "server_error", "message": "m", "sequence_number": 3, **extra}])
+    reproducer = redact_capture(raw)
+    assert WORD not in reproducer.decode("utf-8", "replace")
+
+    def verdicts(data: bytes) -> list[tuple[Any, ...]]:
+        pipeline = Pipeline(dialect)
+        for event in read_capture(data):
+            pipeline.feed(event)
+        pipeline.close()
+        return [(r.end, r.end_detail, [(c.state, c.reason) for c in r.calls]) for r in pipeline.results()]
+
+    assert verdicts(reproducer) == verdicts(raw)

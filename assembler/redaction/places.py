@@ -98,6 +98,29 @@ def _mask_all(value: Any) -> Any:
     return jsontext.rebuild(value, lambda v: placeholder(v) if isinstance(v, str) else v, placeholder)
 
 
+#: The fields of an error event (OpenAI Responses ``{"type": "error", "code", "message",
+#: "param", "sequence_number"}``, Anthropic ``{"type": "error", "error", "request_id"}``)
+#: a reproducer keeps by name.
+_ERROR_EVENT_FIELDS = frozenset({"type", "error", "code", "message", "param", "sequence_number", "request_id"})
+
+
+def _mask_error_event(data: dict[str, Any]) -> None:
+    """Mask, in place, an error event as the error object it is (:func:`_mask_error`): its
+    code, message and param of any shape as an error object's fields, its nested ``error``
+    as an error object (masked before), every other value masked, and every key but the
+    documented fields' masked (a placeholder of its length). Key order is kept."""
+    masked: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in ("type", "error") or value is None:
+            masked[key] = value
+        elif key in ("code", "message", "param"):
+            masked[key] = _masked_field(key, value)
+        else:
+            masked[key if key in _ERROR_EVENT_FIELDS else placeholder(key)] = _mask_all(value)
+    data.clear()
+    data.update(masked)
+
+
 def mask_provider_errors(data: dict[str, Any]) -> None:
     """Mask, in place, the free text of a provider error in an event of any dialect (an
     ``error`` object's ``message``, a Responses ``response.error``, a Bedrock
@@ -108,10 +131,8 @@ def mask_provider_errors(data: dict[str, Any]) -> None:
         data["error"] = _mask_error(data["error"])
     if isinstance(data.get("message"), str):  # an error event's top-level message (Responses, Cohere)
         data["message"] = mask_text(data["message"])
-    if data.get("type") == "error":  # a Responses error event: its code and param beside the message, of any shape
-        for field in ("code", "message", "param"):
-            if data.get(field) is not None:
-                data[field] = _masked_field(field, data[field])
+    if data.get("type") == "error":  # an error event (Responses, Anthropic): an error object itself
+        _mask_error_event(data)
     response = data.get("response")
     if isinstance(response, dict) and response.get("error") is not None:
         response["error"] = _mask_error(response["error"])
