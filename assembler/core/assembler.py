@@ -70,6 +70,13 @@ class Assembler:
     Ops after the stream ended are ignored and counted as quirk ``op_after_stream_end``.
     """
 
+    __slots__ = (
+        "_alias", "_answered_ids", "_awaiting", "_calls", "_clock", "_committed_ids", "_end", "_end_detail",
+        "_ended_at", "_holders", "_in_flight", "_left_out", "_progressed", "_quirks", "_reused", "_run_ids", "_seq",
+        "_t0", "began", "budget", "config", "dialect", "emit_events", "ended", "metrics", "progress_events",
+        "provider_message", "registry", "reveal", "stream_index",
+    )
+
     def __init__(
         self,
         dialect: str,

@@ -175,6 +175,8 @@ class CappedPipeline(Pipeline):
     stream so, and every pass it makes again over the same bytes (timing, triage, dry runs)
     too, so they all tell the same calls. Other arguments as the pipeline's."""
 
+    __slots__ = ("_before", "_counted", "_left_in", "_next_left", "_untold", "keep", "left_out")
+
     def __init__(self, *args: Any, keep: int = CALLS_FOLLOWED, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.keep = keep

@@ -52,6 +52,12 @@ class Pipeline:
     when the dialect cannot be recognised or is not supported; the message names the input.
     """
 
+    __slots__ = (
+        "_adapter", "_answered_ids", "_clock", "_closed", "_committed_ids", "_dialect", "_hot", "_pending", "_streams",
+        "budget", "coalesce_progress", "config", "emit_events", "metrics", "name", "progress_events", "registry",
+        "reveal",
+    )
+
     def __init__(
         self,
         dialect: str | None = None,

@@ -48,6 +48,8 @@ TOOL_BLOCKS: dict[str, Executor] = {"tool_use": "client", "server_tool_use": "se
 class AnthropicAdapter:
     """Translates Anthropic Messages stream events into ops."""
 
+    __slots__ = ("_blocks", "_ended", "_started", "_stop_reason")
+
     name = "anthropic"
 
     def __init__(self) -> None:

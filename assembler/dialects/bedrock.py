@@ -51,6 +51,8 @@ from toollatch.dialects.blocks import BlockKeys
 class BedrockConverseAdapter:
     """Translates ConverseStream events into ops."""
 
+    __slots__ = ("_blocks", "_ended", "_started")
+
     name = "bedrock-converse"
 
     def __init__(self) -> None:
@@ -143,6 +145,8 @@ class BedrockConverseAdapter:
 
 class BedrockInvokeAdapter:
     """Unwraps ``chunk.bytes`` (base64 Anthropic events) and reuses the Anthropic adapter."""
+
+    __slots__ = ("_inner",)
 
     name = "bedrock-invoke"
 

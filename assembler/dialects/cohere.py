@@ -33,6 +33,8 @@ from toollatch.dialects.blocks import BlockKeys
 class CohereAdapter:
     """Translates Cohere v2 chat stream events into ops."""
 
+    __slots__ = ("_blocks", "_ended", "_open", "_started")
+
     name = "cohere"
 
     def __init__(self) -> None:

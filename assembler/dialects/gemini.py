@@ -97,6 +97,8 @@ class _Streamed:
 class GeminiAdapter:
     """Translates Gemini / Vertex ``GenerateContentResponse`` chunks into ops."""
 
+    __slots__ = ("_calls", "_ended", "_finished", "_open", "_per_candidate")
+
     name = "gemini"
 
     def __init__(self) -> None:

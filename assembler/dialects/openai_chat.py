@@ -68,6 +68,8 @@ class _Choice:
 class OpenAIChatAdapter:
     """Translates ``chat.completion.chunk`` objects into ops."""
 
+    __slots__ = ("_choices", "_ended")
+
     name = "openai-chat"
 
     def __init__(self) -> None:

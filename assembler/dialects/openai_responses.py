@@ -83,6 +83,8 @@ from toollatch.dialects.responses_items import _DELTAS, _DONES, _PREVIEWS, _WRAP
 class OpenAIResponsesAdapter:
     """Translates Responses API stream events into ops."""
 
+    __slots__ = ("_ended", "_items", "_response_id", "_started")
+
     name = "openai-responses"
 
     def __init__(self) -> None:

@@ -48,6 +48,8 @@ class Unroutable(Exception):
 class ItemRouter:
     """The tool items of one response, by key, ``item_id``, call id and ``output_index``."""
 
+    __slots__ = ("_at_index", "_by_call_id", "_by_item_id", "_items", "_live_at", "_unnamed_at")
+
     def __init__(self) -> None:
         self._items: dict[CallKey, Item] = {}
         self._by_item_id: dict[str, CallKey] = {}

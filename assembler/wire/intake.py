@@ -72,6 +72,11 @@ class PushDecoder:
     :class:`~toollatch.wire.capture.CaptureError` naming the byte where inflating failed.
     """
 
+    __slots__ = (
+        "_array", "_closed", "_frames", "_head", "_inflate", "_inner", "_jsonl", "_jsonl_line", "_jsonl_offset",
+        "_lines", "_mode", "_read", "_skipped", "_sse", "defer_over", "name", "scrub",
+    )
+
     def __init__(self, name: str = "<input>", scrub: Callable[[str], str] | None = None, defer_over: int | None = None) -> None:
         self.name = name
         #: Applied to each event's payload text before it is parsed (the proxy replaces

@@ -79,6 +79,11 @@ class SSEDecoder:
     final line; :attr:`incomplete_tail` reports that this happened.
     """
 
+    __slots__ = (
+        "_at_start", "_bytes_read", "_comments", "_data", "_first", "_flushed", "_framing", "_head", "_incomplete",
+        "_last_id", "_line_start", "_lines_read", "_parts", "_pieces", "_raw_parts", "_retry", "_skip_lf", "_type",
+    )
+
     def __init__(self) -> None:
         #: decodes the pieces of a line that spans reads; made when one first does
         self._pieces: codecs.IncrementalDecoder | None = None

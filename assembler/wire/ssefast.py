@@ -47,6 +47,8 @@ class FastSSEDecoder(SSEDecoder):
     :meth:`flush`); see the module docstring for which input takes the fast path.
     """
 
+    __slots__ = ()
+
     def decode(self, chunk: bytes) -> list[SSEEvent]:
         """Consume ``chunk`` (bytes, any length) and return the events it completed."""
         return self._decode(chunk, False)  # type: ignore[return-value]
