@@ -213,14 +213,20 @@ FOLDED_WORDS = [
     ("content_\\ufb01lter", "content_filter", None),
     ("\u017ferver_error", None, "server_error"),
     ("max_to\u212aens", "max_tokens", None),  # the Kelvin sign: lowercase k
+    ("invalid_\u200brequest_error", None, "invalid_request_error"),  # a zero-width space: not seen
+    ("invalid_\\u200brequest_error", None, "invalid_request_error"),
+    ("max_\u00adtokens\ufe0f", "max_tokens", None),  # a soft hyphen, a variation selector
+    ("\u0130NVALID_REQUEST_ERROR", None, "invalid_request_error"),  # the dotted capital I: i and a dot above
+    ("i\\u0307nvalid_request_error", None, "invalid_request_error"),
 ]
 
 
 @pytest.mark.parametrize(("held", "reason", "error"), FOLDED_WORDS)
 def test_a_word_held_with_a_character_read_as_an_ascii_letter_is_hidden(held: str, reason: str | None, error: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``str.lower`` alone leaves the long s, the dotless i, the sharp s and the ligatures
-    as they are, though their capitals are ASCII letters: a call holding ``max_tokenſ``
-    holds ``max_tokens`` for its reader."""
+    as they are, though their capitals are ASCII letters, and a character no reader sees
+    (a zero-width space) splits no word: a call holding ``max_tokenſ`` or
+    ``max_\u200btokens`` holds ``max_tokens`` for its reader."""
     end: dict[str, Any] = _chunk({}, reason) if reason else {"error": {"type": error, "message": "m"}}
     raw = sse([*_CHAT_LINES[:1], _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "' + held}}]}), end])
     (tmp_path / "in.sse").write_bytes(raw)

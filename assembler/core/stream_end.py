@@ -261,9 +261,10 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
 #: Bytes of argument text times words searched at one stream's end, and calls read, above
 #: which every call not committed is taken to hold every word (hidden: the safe side), so
 #: that the search stays a few tens of milliseconds however many calls and words an end has
-#: (about 60 ms for the slowest text to read, 2 MiB of lone surrogates after an escape; a
-#: stream's output under a ``max_tokens`` of 128k tokens is about 512 KiB).
-SEARCHED_BYTES = 2 * 1024 * 1024
+#: (about 45 ms for the slowest text to read: 1 MiB of U+03B0, whose capitals are three
+#: characters, after an escape; a stream's output under a ``max_tokens`` of 128k tokens is
+#: about 512 KiB).
+SEARCHED_BYTES = 1024 * 1024
 SEARCHED_CALLS = 1024
 
 
@@ -286,13 +287,24 @@ def _readable(call: CallRecord) -> str | None:
 
 
 def _folded(text: str) -> str:
-    """``text`` as the vocabulary's words (ASCII, lowercase) are matched in it: without case,
-    as a reader reads case. Every character a reader takes for an ASCII letter in another
-    case becomes that letter: ``str.upper`` gives the capitals of the long s (U+017F),
-    the dotless i (U+0131), the sharp s and the ``ﬁ``-style ligatures in ASCII, and
-    ``str.lower`` then folds those, and the Kelvin sign (U+212A), to lowercase ASCII.
-    Folding more only hides more. ASCII text is only lowercased (the same result)."""
-    return text.lower() if text.isascii() else text.upper().lower()
+    """``text`` as the vocabulary's words (ASCII, lowercase) are matched in it: as a reader
+    sees them. Every character a reader takes for an ASCII letter in another case becomes
+    that letter: ``str.upper`` gives the capitals of the long s (U+017F), the dotless i
+    (U+0131), the sharp s and the ``ﬁ``-style ligatures in ASCII, and ``str.lower`` then
+    folds those, and the Kelvin sign (U+212A), to lowercase ASCII; and the characters no
+    reader sees (:data:`_UNSEEN`) go. Folding more only hides more. ASCII text is only
+    lowercased (the same result)."""
+    return text.lower() if text.isascii() else _UNSEEN.sub("", text.upper().lower())
+
+
+#: What a reader does not see between two letters: Unicode's default-ignorable code points
+#: (zero-width spaces and joiners, the soft hyphen, variation selectors, bidirectional
+#: marks, tags...) and the dot above (U+0307) that ``str.lower`` leaves after the ``i`` of
+#: a dotted capital I (U+0130).
+_UNSEEN = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff\u0307]"
+)
 
 
 #: An escape the text was cut inside of, at its very end: a backslash, or ``\\u`` and up
