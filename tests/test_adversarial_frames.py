@@ -9,6 +9,7 @@ output is grepped for it.
 
 from __future__ import annotations
 
+import base64
 import json
 import struct
 import zlib
@@ -289,12 +290,86 @@ def test_an_error_events_undocumented_keys_are_masked_in_the_reproducer(dialect:
         raw = _named_sse([_CREATED, _ADDED, _r_delta('{"q": "' + WORD), {"type": "error", "code": "server_error", "message": "m", "sequence_number": 3, **extra}])
     reproducer = redact_capture(raw)
     assert WORD not in reproducer.decode("utf-8", "replace")
+    assert _verdicts(reproducer, dialect) == _verdicts(raw, dialect)
 
-    def verdicts(data: bytes) -> list[tuple[Any, ...]]:
-        pipeline = Pipeline(dialect)
-        for event in read_capture(data):
-            pipeline.feed(event)
-        pipeline.close()
-        return [(r.end, r.end_detail, [(c.state, c.reason) for c in r.calls]) for r in pipeline.results()]
 
-    assert verdicts(reproducer) == verdicts(raw)
+def _verdicts(data: bytes, dialect: str) -> list[tuple[Any, ...]]:
+    """Each stream's end and detail, and each call's state, reason, bytes and fragments."""
+    from toollatch import Pipeline, read_capture
+
+    pipeline = Pipeline(dialect)
+    for event in read_capture(data):
+        pipeline.feed(event)
+    pipeline.close()
+    return [(r.end, r.end_detail, [(c.state, c.reason, c.bytes, c.fragments) for c in r.calls]) for r in pipeline.results()]
+
+
+def _named(docs: list[tuple[str | None, dict[str, Any]]]) -> bytes:
+    return "".join((f"event: {kind}\n" if kind else "") + f"data: {json.dumps(doc)}\n\n" for kind, doc in docs).encode()
+
+
+#: An error event its dialect names by the SSE event name alone, or holding a key whose
+#: value is null: ``(dialect, stream)``, :data:`WORD` a failed call's text and a key or value.
+ERROR_EVENTS_BY_NAME: dict[str, tuple[str, bytes]] = {
+    "anthropic-event-name": ("anthropic", _anthropic_error_event({})[: _anthropic_error_event({}).rindex(b"event: error")] + _named([
+        ("error", {"error": {"type": "overloaded_error", "message": "m"}, "request_id": WORD, "other": WORD, WORD: 1})])),
+    "anthropic-null-key": ("anthropic", _anthropic_error_event({WORD: None})),
+    "responses-event-name": ("openai-responses", b""),
+    "responses-null-key": ("openai-responses", b""),
+    "cohere-event-name": ("cohere", _named([
+        ("tool-call-start", {"type": "tool-call-start", "index": 0, "delta": {"message": {"tool_calls": {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": ""}}}}}),
+        ("tool-call-delta", {"type": "tool-call-delta", "index": 0, "delta": {"message": {"tool_calls": {"function": {"arguments": '{"q": "' + WORD}}}}}),
+        ("error", {"message": "m", "other": WORD, "code": WORD, WORD: None})])),
+}
+
+
+@pytest.mark.parametrize("route", sorted(ERROR_EVENTS_BY_NAME))
+def test_an_error_event_named_by_its_sse_event_or_with_a_null_key_is_masked_in_the_reproducer(route: str) -> None:
+    from toollatch.redaction.export import redact_capture
+
+    from .test_adversarial_leaks import _ADDED, _CREATED, _r_delta
+
+    dialect, raw = ERROR_EVENTS_BY_NAME[route]
+    if dialect == "openai-responses":
+        error = {"code": "server_error", "message": "m", "other": WORD} if route == "responses-event-name" else {"type": "error", "code": "server_error", "message": "m", WORD: None}
+        raw = _named([(d["type"], d) for d in (_CREATED, _ADDED, _r_delta('{"q": "' + WORD))] + [("error", error)])
+    reproducer = redact_capture(raw)
+    assert WORD not in reproducer.decode("utf-8", "replace")
+    assert _verdicts(reproducer, dialect) == _verdicts(raw, dialect)
+
+
+#: Events of dialects without error events that carry ``"type": "error"`` beside what they
+#: are: masked as what their adapter reads, never as an error event.
+NOT_ERROR_EVENTS: dict[str, tuple[str, bytes]] = {
+    "openai-chat": ("openai-chat", sse([
+        _chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": ""}}]}),
+        {**_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "v'}}]}), "type": "error"},
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"}'}}]}, "tool_calls"),
+    ])),
+    "gemini": ("gemini", sse([
+        {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "lookup", "args": {"q": "v"}}}]}, "index": 0}], "type": "error"},
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}]},
+    ])),
+    "bedrock-invoke": ("bedrock-invoke", "".join(json.dumps(doc) + "\n" for doc in [
+        {"chunk": {"bytes": base64.b64encode(json.dumps(inner).encode()).decode()}, **({"type": "error"} if "delta" in inner else {})} for inner in [
+            {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [], "model": "m"}},
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}}},
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"q": "v'}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+            {"type": "message_stop"},
+        ]
+    ]).encode()),
+    "bedrock-converse": ("bedrock-converse", "".join(json.dumps(doc) + "\n" for doc in [
+        *_BEDROCK_LINES[:2], {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"q": "v"}'}}}, "type": "error"},
+        {"contentBlockStop": {"contentBlockIndex": 0}}, {"messageStop": {"stopReason": "tool_use"}},
+    ]).encode()),
+}
+
+
+@pytest.mark.parametrize("route", sorted(NOT_ERROR_EVENTS))
+def test_a_type_error_field_in_another_dialects_event_keeps_its_replay(route: str) -> None:
+    from toollatch.redaction.export import redact_capture
+
+    dialect, raw = NOT_ERROR_EVENTS[route]
+    assert _verdicts(redact_capture(raw), dialect) == _verdicts(raw, dialect)

@@ -45,6 +45,13 @@ from toollatch.dialects.blocks import BlockKeys
 TOOL_BLOCKS: dict[str, Executor] = {"tool_use": "client", "server_tool_use": "server", "mcp_tool_use": "server"}
 
 
+def is_error_event(event: ProviderEvent) -> bool:
+    """Whether :meth:`AnthropicAdapter.feed` reads ``event`` as the provider's error: its
+    ``type``, or where it has none its SSE event name, is ``error``."""
+    data = event.data
+    return isinstance(data, dict) and (data.get("type") or event.event) == "error"
+
+
 class AnthropicAdapter:
     """Translates Anthropic Messages stream events into ops."""
 

@@ -30,6 +30,17 @@ from toollatch.dialects.ends import end_ops, shown_reason
 from toollatch.dialects.blocks import BlockKeys
 
 
+def is_error_event(event: ProviderEvent) -> bool:
+    """Whether :meth:`CohereAdapter.feed` reads ``event`` as the provider's error: its ``type``
+    (or where that is not a string its SSE event name) is ``error``, or it has none and
+    carries a string ``message``."""
+    data = event.data
+    if not isinstance(data, dict):
+        return False
+    kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
+    return kind == "error" or (isinstance(data.get("message"), str) and not kind)
+
+
 class CohereAdapter:
     """Translates Cohere v2 chat stream events into ops."""
 

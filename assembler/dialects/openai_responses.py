@@ -80,6 +80,13 @@ from toollatch.dialects.ends import end_ops
 from toollatch.dialects.responses_routing import Item, ItemRouter, Unroutable
 from toollatch.dialects.responses_items import _DELTAS, _DONES, _PREVIEWS, _WRAP_CLOSE, _WRAP_OPEN, KINDS, TOOL_ITEMS, digest as _digest, escape as _escape
 
+def is_error_event(event: ProviderEvent) -> bool:
+    """Whether :meth:`OpenAIResponsesAdapter.feed` reads ``event`` as an ``error`` event: its
+    ``type``, or where that is not a string its SSE event name, is ``error``."""
+    data = event.data
+    return isinstance(data, dict) and (data.get("type") if isinstance(data.get("type"), str) else event.event) == "error"
+
+
 class OpenAIResponsesAdapter:
     """Translates Responses API stream events into ops."""
 
@@ -341,4 +348,4 @@ class OpenAIResponsesAdapter:
         return ops
 
 
-__all__ = ["TOOL_ITEMS", "OpenAIResponsesAdapter"]
+__all__ = ["TOOL_ITEMS", "OpenAIResponsesAdapter", "is_error_event"]

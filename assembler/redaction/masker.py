@@ -33,6 +33,7 @@ import binascii
 from typing import Any
 
 from toollatch.core import jsontext
+from toollatch.dialects import anthropic, cohere, openai_responses
 from toollatch.dialects.responses_items import KINDS
 from toollatch.redaction.gemini_mask import GeminiMasker
 from toollatch.redaction.places import mask_reason, mask_text as _text
@@ -46,6 +47,14 @@ _ACTION_ITEMS = frozenset(kind for kind, k in KINDS.items() if not k.streams)
 
 #: What the OpenAI Chat adapter reads of a choice (and what the masker handles itself).
 _CHOICE_READ = frozenset({"index", "delta", "message", "finish_reason", "logprobs", "content_filter_results", "content_filter_offsets"})
+
+
+#: The dialects whose adapters read an event as a whole as the provider's error, and how.
+_ERROR_EVENTS = {
+    "anthropic": anthropic.is_error_event,
+    "openai-responses": openai_responses.is_error_event,
+    "cohere": cohere.is_error_event,
+}
 
 
 class DialectMasker(GeminiMasker):
@@ -64,6 +73,7 @@ class DialectMasker(GeminiMasker):
     def __init__(self, dialect: str, plan: MaskPlan | None = None, *, record: bool = False, values: bool = True) -> None:
         super().__init__(plan, record=record, values=values)
         self._method = getattr(self, self.METHODS[dialect])
+        self._error_event = _ERROR_EVENTS.get(dialect)
         self._first_names: dict[tuple[str, str], str] = {}  # OpenAI Chat: each call's first tool name
 
     # ------------------------------------------------------------------ OpenAI Chat
@@ -141,7 +151,7 @@ class DialectMasker(GeminiMasker):
     # ------------------------------------------------------------------ Anthropic
 
     def anthropic(self, data: dict[str, Any]) -> None:
-        kind = data.get("type")
+        kind = data.get("type") or self._event_name  # as the adapter reads it
         if kind == "message_start":
             message = data.get("message")
             if not isinstance(message, dict):
@@ -234,7 +244,7 @@ class DialectMasker(GeminiMasker):
     _ARG_DONES = ("response.function_call_arguments.done", "response.mcp_call_arguments.done")
 
     def openai_responses(self, data: dict[str, Any]) -> None:
-        kind = data.get("type") if isinstance(data.get("type"), str) else ""
+        kind = data.get("type") if isinstance(data.get("type"), str) else self._event_name or ""  # as the adapter reads it
         for field in list(data):
             value = data[field]
             if field in self._KEEP or value is None or (kind == "error" and field in ("error", "code", "message", "param")):

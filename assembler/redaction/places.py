@@ -99,39 +99,44 @@ def _mask_all(value: Any) -> Any:
 
 
 #: The fields of an error event (OpenAI Responses ``{"type": "error", "code", "message",
-#: "param", "sequence_number"}``, Anthropic ``{"type": "error", "error", "request_id"}``)
-#: a reproducer keeps by name.
+#: "param", "sequence_number"}``, Anthropic ``{"type": "error", "error", "request_id"}``,
+#: Cohere ``{"type": "error", "message"}``) a reproducer keeps by name.
 _ERROR_EVENT_FIELDS = frozenset({"type", "error", "code", "message", "param", "sequence_number", "request_id"})
 
 
 def _mask_error_event(data: dict[str, Any]) -> None:
-    """Mask, in place, an error event as the error object it is (:func:`_mask_error`): its
+    """Mask, in place, an error event (one its dialect's adapter reads as the provider's
+    error) as the error object it is (:func:`_mask_error`): its
     code, message and param of any shape as an error object's fields, its nested ``error``
     as an error object (masked before), every other value masked, and every key but the
     documented fields' masked (a placeholder of its length). Key order is kept."""
     masked: dict[str, Any] = {}
     for key, value in data.items():
-        if key in ("type", "error") or value is None:
-            masked[key] = value
+        if key not in _ERROR_EVENT_FIELDS:
+            masked[placeholder(key)] = _mask_all(value)
+        elif key in ("type", "error") or value is None:
+            masked[key] = value  # the type read (error), the nested error object masked before
         elif key in ("code", "message", "param"):
             masked[key] = _masked_field(key, value)
         else:
-            masked[key if key in _ERROR_EVENT_FIELDS else placeholder(key)] = _mask_all(value)
+            masked[key] = _mask_all(value)
     data.clear()
     data.update(masked)
 
 
-def mask_provider_errors(data: dict[str, Any]) -> None:
+def mask_provider_errors(data: dict[str, Any], error_event: bool = False) -> None:
     """Mask, in place, the free text of a provider error in an event of any dialect (an
     ``error`` object's ``message``, a Responses ``response.error``, a Bedrock
     ``...Exception`` body, an event-stream error frame's, a Cohere error ``message`` or ``message-end`` ``delta.error``):
     untrusted text that can quote the arguments. Its type, code and status stay when they
-    are known words (:func:`mask_word`), so the replay fails the stream the same way."""
+    are known words (:func:`mask_word`), so the replay fails the stream the same way.
+    ``error_event``: the dialect reads the event itself as an error event (Responses,
+    Anthropic, Cohere: :func:`_mask_error_event`)."""
     if data.get("error") is not None:
         data["error"] = _mask_error(data["error"])
     if isinstance(data.get("message"), str):  # an error event's top-level message (Responses, Cohere)
         data["message"] = mask_text(data["message"])
-    if data.get("type") == "error":  # an error event (Responses, Anthropic): an error object itself
+    if error_event:  # an error object itself
         _mask_error_event(data)
     response = data.get("response")
     if isinstance(response, dict) and response.get("error") is not None:
@@ -176,6 +181,11 @@ class PlaceMasker:
         self._next = 0
         self._where = ""
         self._method: Callable[[dict[str, Any]], None] = lambda data: None
+        #: whether the dialect's adapter reads an event as an error event (None: it has none)
+        self._error_event: Callable[[ProviderEvent], bool] | None = None
+        #: the SSE event name of the event being masked: the type of an event whose payload
+        #: names none, as the adapters read it
+        self._event_name: str | None = None
 
     def mask(self, event: ProviderEvent, ops: list[Op]) -> Json:
         """A masked copy of ``event.data``; ``ops``: what the adapter made of the event.
@@ -185,6 +195,7 @@ class PlaceMasker:
         """
         self._ops, self._next = self.ledger.apply(ops), 0
         self._where = f"line {event.line}"
+        self._event_name = event.event
         if event.data is None or event.data == DONE:
             return event.data
         if not isinstance(event.data, dict):  # no dialect's event: nothing of it is kept
@@ -193,7 +204,7 @@ class PlaceMasker:
         data = jsontext.copy_json(event.data)  # a private copy to rewrite
         self._method(data)
         if self.values:
-            mask_provider_errors(data)
+            mask_provider_errors(data, self._error_event is not None and self._error_event(event))
         return data
 
     # ------------------------------------------------------------------ places
