@@ -219,6 +219,8 @@ FOLDED_WORDS = [
     ("max_\u00adtokens\ufe0f", "max_tokens", None),  # a soft hyphen, a variation selector
     ("\u0130NVALID_REQUEST_ERROR", None, "invalid_request_error"),  # the dotted capital I: i and a dot above
     ("i\\u0307nvalid_request_error", None, "invalid_request_error"),
+    ("invalid_\\udb40\\udc20request_error", None, "invalid_request_error"),  # a tag character, as an escaped pair
+    ("max_\U000e0020tokens", "max_tokens", None),
 ]
 
 
@@ -238,9 +240,9 @@ def test_a_word_held_with_a_character_read_as_an_ascii_letter_is_hidden(held: st
 
 
 def test_a_letter_with_a_stroke_or_a_mark_is_no_ascii_letter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Control: the d with stroke (U+0111) and the e with acute stay what they are, so a word
-    no call holds is still shown."""
-    for held in ("rate_limit_exceede\u0111", "rate_limit_exc\u00e9eded"):
+    """Control: the d with stroke (U+0111), the e with acute, a dot above a c and a lone high
+    surrogate (escaped) stay what they are, so a word no call holds is still shown."""
+    for held in ("rate_limit_exceede\u0111", "rate_limit_exc\u00e9eded", "rate_limit_exc\\u0307eeded", "rate_limit_\\ud834exceeded"):
         raw = sse([*_CHAT_LINES[:1], _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "' + held}}]}),
                    {"error": {"type": "rate_limit_exceeded", "message": "m"}}])
         (tmp_path / "in.sse").write_bytes(raw)
@@ -331,7 +333,10 @@ def test_an_error_event_named_by_its_sse_event_or_with_a_null_key_is_masked_in_t
 
     dialect, raw = ERROR_EVENTS_BY_NAME[route]
     if dialect == "openai-responses":
-        error = {"code": "server_error", "message": "m", "other": WORD} if route == "responses-event-name" else {"type": "error", "code": "server_error", "message": "m", WORD: None}
+        error = {
+            "responses-event-name": {"code": "server_error", "message": "m", "other": WORD},
+            "responses-null-key": {"type": "error", "code": "server_error", "message": "m", WORD: None},
+        }[route]
         raw = _named([(d["type"], d) for d in (_CREATED, _ADDED, _r_delta('{"q": "' + WORD))] + [("error", error)])
     reproducer = redact_capture(raw)
     assert WORD not in reproducer.decode("utf-8", "replace")

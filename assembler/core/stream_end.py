@@ -291,19 +291,30 @@ def _folded(text: str) -> str:
     sees them. Every character a reader takes for an ASCII letter in another case becomes
     that letter: ``str.upper`` gives the capitals of the long s (U+017F), the dotless i
     (U+0131), the sharp s and the ``ﬁ``-style ligatures in ASCII, and ``str.lower`` then
-    folds those, and the Kelvin sign (U+212A), to lowercase ASCII; and the characters no
-    reader sees (:data:`_UNSEEN`) go. Folding more only hides more. ASCII text is only
-    lowercased (the same result)."""
-    return text.lower() if text.isascii() else _UNSEEN.sub("", text.upper().lower())
+    folds those, and the Kelvin sign (U+212A), to lowercase ASCII (the dotted capital I,
+    U+0130, to a plain ``i``: ``str.lower`` would give ``i`` and a dot above); and the
+    characters no reader sees (:data:`_UNSEEN`) go. Folding more only hides more. ASCII
+    text is only lowercased (the same result)."""
+    if text.isascii():
+        return text.lower()
+    text = text.replace("\u0130", "I").upper().lower()
+    if "\u0307" in text:  # a dot above on an i or a j, which have one already
+        text = text.replace("i\u0307", "i").replace("j\u0307", "j")
+    return _UNSEEN.sub("", text)
 
 
 #: What a reader does not see between two letters: Unicode's default-ignorable code points
 #: (zero-width spaces and joiners, the soft hyphen, variation selectors, bidirectional
-#: marks, tags...) and the dot above (U+0307) that ``str.lower`` leaves after the ``i`` of
-#: a dotted capital I (U+0130).
+#: marks, tags...), the astral ones also as the two surrogates a JSON escape pair leaves
+#: (``\\udb40\\udc20``: :func:`_unescaped` does not join pairs). One set of first
+#: characters (the engine scans for it in C), then the low half that completes an astral
+#: one after its high half, or nothing after any other.
 _UNSEEN = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
-    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff\u0307]"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
+    "\ud82f\ud834\udb40-\udb43]"  # the high halves of those astral ranges
+    "(?:(?<=\ud82f)[\udca0-\udca3]|(?<=\ud834)[\udd73-\udd7a]|(?<=[\udb40-\udb43])[\udc00-\udfff]"
+    "|(?<![\ud82f\ud834\udb40-\udb43]))"
 )
 
 
