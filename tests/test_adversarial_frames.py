@@ -317,6 +317,8 @@ ERROR_EVENTS_BY_NAME: dict[str, tuple[str, bytes]] = {
         ("error", {"error": {"type": "overloaded_error", "message": "m"}, "request_id": WORD, "other": WORD, WORD: 1})])),
     "anthropic-null-key": ("anthropic", _anthropic_error_event({WORD: None})),
     "responses-event-name": ("openai-responses", b""),
+    "responses-type-not-a-string": ("openai-responses", b""),
+    "cohere-type-not-a-string": ("cohere", b""),
     "responses-null-key": ("openai-responses", b""),
     "cohere-event-name": ("cohere", _named([
         ("tool-call-start", {"type": "tool-call-start", "index": 0, "delta": {"message": {"tool_calls": {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": ""}}}}}),
@@ -335,9 +337,12 @@ def test_an_error_event_named_by_its_sse_event_or_with_a_null_key_is_masked_in_t
     if dialect == "openai-responses":
         error = {
             "responses-event-name": {"code": "server_error", "message": "m", "other": WORD},
+            "responses-type-not-a-string": {"type": [WORD], "code": "server_error", "message": "m"},
             "responses-null-key": {"type": "error", "code": "server_error", "message": "m", WORD: None},
         }[route]
         raw = _named([(d["type"], d) for d in (_CREATED, _ADDED, _r_delta('{"q": "' + WORD))] + [("error", error)])
+    if route == "cohere-type-not-a-string":  # an error by its string message, the type read no further
+        raw = ERROR_EVENTS_BY_NAME["cohere-event-name"][1].rsplit(b"event: error", 1)[0] + _named([(None, {"type": {WORD: WORD}, "message": "m"})])
     reproducer = redact_capture(raw)
     assert WORD not in reproducer.decode("utf-8", "replace")
     assert _verdicts(reproducer, dialect) == _verdicts(raw, dialect)

@@ -84,16 +84,16 @@ def _mask_error(error: Any) -> Any:
     masked (a placeholder of its length: a key can quote the arguments as a value can)."""
     if isinstance(error, dict):
         return {(k if k in _ERROR_FIELDS else placeholder(k)): _masked_field(k, v) for k, v in error.items()}
-    return _mask_all(error)
+    return mask_whole(error)
 
 
 def _masked_field(key: str, value: Any) -> Any:
     """One field of a provider error: a type, code or status as a word (:func:`mask_word`),
-    anything else masked whole (:func:`_mask_all`)."""
-    return mask_word(value) if key in _ERROR_KEEP and not isinstance(value, (dict, list)) else _mask_all(value)
+    anything else masked whole (:func:`mask_whole`)."""
+    return mask_word(value) if key in _ERROR_KEEP and not isinstance(value, (dict, list)) else mask_whole(value)
 
 
-def _mask_all(value: Any) -> Any:
+def mask_whole(value: Any) -> Any:
     """``value`` with every string, object key included, masked (any nesting depth)."""
     return jsontext.rebuild(value, lambda v: placeholder(v) if isinstance(v, str) else v, placeholder)
 
@@ -113,13 +113,15 @@ def _mask_error_event(data: dict[str, Any]) -> None:
     masked: dict[str, Any] = {}
     for key, value in data.items():
         if key not in _ERROR_EVENT_FIELDS:
-            masked[placeholder(key)] = _mask_all(value)
-        elif key in ("type", "error") or value is None:
-            masked[key] = value  # the type read (error), the nested error object masked before
+            masked[placeholder(key)] = mask_whole(value)
+        elif key == "type":  # "error", or where the adapter read the SSE event name any other value
+            masked[key] = value if value == "error" else mask_whole(value)
+        elif key == "error" or value is None:
+            masked[key] = value  # the nested error object masked before
         elif key in ("code", "message", "param"):
             masked[key] = _masked_field(key, value)
         else:
-            masked[key] = _mask_all(value)
+            masked[key] = mask_whole(value)
     data.clear()
     data.update(masked)
 
