@@ -221,6 +221,8 @@ FOLDED_WORDS = [
     ("i\\u0307nvalid_request_error", None, "invalid_request_error"),
     ("invalid_\\udb40\\udc20request_error", None, "invalid_request_error"),  # a tag character, as an escaped pair
     ("max_\U000e0020tokens", "max_tokens", None),
+    ("i\u034f\u0307nvalid_request_error", None, "invalid_request_error"),  # a dot above on an i, an invisible joiner between
+    ("\\u0130\\u200d\\u0307nvalid_request_error", None, "invalid_request_error"),
 ]
 
 
@@ -383,3 +385,4 @@ def test_a_type_error_field_in_another_dialects_event_keeps_its_replay(route: st
 
     dialect, raw = NOT_ERROR_EVENTS[route]
     assert _verdicts(redact_capture(raw), dialect) == _verdicts(raw, dialect)
+

@@ -261,10 +261,10 @@ def holders(asm: Assembler, detail: str | None, words: tuple[str, ...]) -> dict[
 #: Bytes of argument text times words searched at one stream's end, and calls read, above
 #: which every call not committed is taken to hold every word (hidden: the safe side), so
 #: that the search stays a few tens of milliseconds however many calls and words an end has
-#: (about 45 ms for the slowest text to read: 1 MiB of U+03B0, whose capitals are three
-#: characters, after an escape; a stream's output under a ``max_tokens`` of 128k tokens is
-#: about 512 KiB).
-SEARCHED_BYTES = 1024 * 1024
+#: (about 35 ms for the slowest text to read: 512 KiB of U+03B0, whose capitals are three
+#: characters, each followed by a soft hyphen, after an escape; a stream's output under a
+#: ``max_tokens`` of 64k tokens is about 256 KiB).
+SEARCHED_BYTES = 512 * 1024
 SEARCHED_CALLS = 1024
 
 
@@ -282,40 +282,41 @@ def _readable(call: CallRecord) -> str | None:
         text = _unescaped(part)
         if text is None:
             return None
-        out.append(_folded(text))
+        out.append(_folded(text, b"\\ud" in part or b"\\uD" in part))  # an escaped surrogate: pairs too
     return "\x00".join(out)
 
 
-def _folded(text: str) -> str:
+def _folded(text: str, pairs: bool = False) -> str:
     """``text`` as the vocabulary's words (ASCII, lowercase) are matched in it: as a reader
     sees them. Every character a reader takes for an ASCII letter in another case becomes
     that letter: ``str.upper`` gives the capitals of the long s (U+017F), the dotless i
     (U+0131), the sharp s and the ``ﬁ``-style ligatures in ASCII, and ``str.lower`` then
     folds those, and the Kelvin sign (U+212A), to lowercase ASCII (the dotted capital I,
-    U+0130, to a plain ``i``: ``str.lower`` would give ``i`` and a dot above); and the
-    characters no reader sees (:data:`_UNSEEN`) go. Folding more only hides more. ASCII
-    text is only lowercased (the same result)."""
+    U+0130, to a plain ``i``: ``str.lower`` would give ``i`` and a dot above); the
+    characters no reader sees go (:data:`_UNSEEN`; with ``pairs``, the text came from
+    escapes of surrogates, also as the escaped pairs of :data:`_UNSEEN_PAIRS`); then a dot
+    above (U+0307) on an ``i`` or a ``j``, which have one already. Folding more only hides
+    more. ASCII text is only lowercased (the same result)."""
     if text.isascii():
         return text.lower()
-    text = text.replace("\u0130", "I").upper().lower()
-    if "\u0307" in text:  # a dot above on an i or a j, which have one already
+    text = _UNSEEN.sub("", text.replace("\u0130", "I").upper().lower())
+    if pairs:
+        text = _UNSEEN_PAIRS.sub("", text)
+    if "\u0307" in text:
         text = text.replace("i\u0307", "i").replace("j\u0307", "j")
-    return _UNSEEN.sub("", text)
+    return text
 
 
 #: What a reader does not see between two letters: Unicode's default-ignorable code points
 #: (zero-width spaces and joiners, the soft hyphen, variation selectors, bidirectional
-#: marks, tags...), the astral ones also as the two surrogates a JSON escape pair leaves
-#: (``\\udb40\\udc20``: :func:`_unescaped` does not join pairs). One set of first
-#: characters (the engine scans for it in C), then the low half that completes an astral
-#: one after its high half, or nothing after any other.
+#: marks, tags...). One set of characters: the engine scans for it in C.
 _UNSEEN = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
-    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
-    "\ud82f\ud834\udb40-\udb43]"  # the high halves of those astral ranges
-    "(?:(?<=\ud82f)[\udca0-\udca3]|(?<=\ud834)[\udd73-\udd7a]|(?<=[\udb40-\udb43])[\udc00-\udfff]"
-    "|(?<![\ud82f\ud834\udb40-\udb43]))"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
 )
+#: The astral ones of :data:`_UNSEEN` as the two surrogates an escaped pair
+#: (``\\udb40\\udc20``) leaves: :func:`_unescaped` does not join pairs.
+_UNSEEN_PAIRS = re.compile("\ud82f[\udca0-\udca3]|\ud834[\udd73-\udd7a]|[\udb40-\udb43][\udc00-\udfff]")
 
 
 #: An escape the text was cut inside of, at its very end: a backslash, or ``\\u`` and up
