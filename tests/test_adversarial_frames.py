@@ -386,3 +386,25 @@ def test_a_type_error_field_in_another_dialects_event_keeps_its_replay(route: st
     dialect, raw = NOT_ERROR_EVENTS[route]
     assert _verdicts(redact_capture(raw), dialect) == _verdicts(raw, dialect)
 
+
+@pytest.mark.parametrize("kind", [[WORD], {WORD: WORD}, [{"a": [WORD]}]])
+@pytest.mark.parametrize("dialect", ["openai-responses", "anthropic", "cohere"])
+def test_an_events_type_that_is_not_a_string_is_masked_in_the_reproducer(dialect: str, kind: Any) -> None:
+    """No adapter reads such a type (they read the SSE event name instead): it is masked,
+    keys too, in an event of any kind; the replay ends the same way."""
+    from toollatch.redaction.export import redact_capture
+
+    from .test_adversarial_leaks import _ADDED, _CREATED, _r_delta
+
+    if dialect == "anthropic":
+        raw = _anthropic_error_event({})
+        raw = raw[: raw.rindex(b"event: error")] + _named([("message_delta", {"type": kind, "delta": {"stop_reason": "end_turn"}}), ("error", {"type": kind, "error": {"type": "overloaded_error", "message": "m"}})])
+    elif dialect == "cohere":
+        raw = ERROR_EVENTS_BY_NAME["cohere-event-name"][1].rsplit(b"event: error", 1)[0]
+        raw += _named([("tool-call-delta", {"type": kind, "index": 0, "delta": {"message": {"tool_calls": {"function": {"arguments": "x"}}}}}), ("error", {"type": kind, "message": "m"})])
+    else:
+        delta = {**_r_delta(" x"), "type": kind}
+        raw = _named([(d["type"], d) for d in (_CREATED, _ADDED, _r_delta('{"q": "' + WORD))] + [("response.function_call_arguments.delta", delta), ("error", {"type": kind, "code": "server_error", "message": "m"})])
+    reproducer = redact_capture(raw)
+    assert WORD not in reproducer.decode("utf-8", "replace")
+    assert _verdicts(reproducer, dialect) == _verdicts(raw, dialect)

@@ -36,7 +36,7 @@ from toollatch.core import jsontext
 from toollatch.dialects import anthropic, cohere, openai_responses
 from toollatch.dialects.responses_items import KINDS
 from toollatch.redaction.gemini_mask import GeminiMasker
-from toollatch.redaction.places import mask_reason, mask_text as _text, mask_whole
+from toollatch.redaction.places import mask_reason, mask_text as _text
 from toollatch.redaction.redactor import mask_arguments, mask_value, placeholder
 from toollatch.redaction.scalarmask import MaskPlan
 from toollatch.wire.untrusted import parse_json
@@ -247,9 +247,6 @@ class DialectMasker(GeminiMasker):
         kind = data.get("type") if isinstance(data.get("type"), str) else self._event_name or ""  # as the adapter reads it
         for field in list(data):
             value = data[field]
-            if field == "type" and not isinstance(value, str) and value is not None:
-                data[field] = mask_whole(value)  # not the type read (the SSE event name is): keys too
-                continue
             if field in self._KEEP or value is None or (kind == "error" and field in ("error", "code", "message", "param")):
                 continue
             if field == "delta" and kind in self._ARG_DELTAS:

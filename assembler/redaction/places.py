@@ -205,6 +205,9 @@ class PlaceMasker:
             return mask_scalars_value(event.data)
         data = jsontext.copy_json(event.data)  # a private copy to rewrite
         self._method(data)
+        kind = data.get("type")
+        if kind is not None and not isinstance(kind, str):  # no type an adapter reads (they read the SSE event name then)
+            data["type"] = mask_whole(kind)  # keys too
         if self.values:
             mask_provider_errors(data, self._error_event is not None and self._error_event(event))
         return data
