@@ -279,6 +279,8 @@ def _readable(call: CallRecord) -> str | None:
     malformed ``\\u`` escape (the call is taken to hold every word: hidden, the safe side)."""
     out = []
     for part in (call.buffer or b"", (call.whole_arguments or "").encode("utf-8", "surrogatepass")):
+        if b"\xed" in part:  # maybe raw surrogates: the halves of a pair that fragments split
+            part = _UNSEEN_RAW_PAIRS.sub(b"", part)
         text = _unescaped(part)
         if text is None:
             return None
@@ -317,6 +319,10 @@ _UNSEEN = re.compile(
 #: The astral ones of :data:`_UNSEEN` as the two surrogates an escaped pair
 #: (``\\udb40\\udc20``) leaves: :func:`_unescaped` does not join pairs.
 _UNSEEN_PAIRS = re.compile("\ud82f[\udca0-\udca3]|\ud834[\udd73-\udd7a]|[\udb40-\udb43][\udc00-\udfff]")
+#: The same pairs as raw surrogates in a call's buffer (each half as its surrogatepass UTF-8
+#: bytes): two fragments that split such a character between them leave its halves there,
+#: which :func:`_unescaped` would read as two replacement characters.
+_UNSEEN_RAW_PAIRS = re.compile(rb"\xed\xa0\xaf\xed\xb2[\xa0-\xa3]|\xed\xa0\xb4\xed\xb5[\xb3-\xba]|\xed\xad[\x80-\x83]\xed[\xb0-\xbf][\x80-\xbf]")
 
 
 #: An escape the text was cut inside of, at its very end: a backslash, or ``\\u`` and up
