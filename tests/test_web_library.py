@@ -99,6 +99,7 @@ def test_cross_origin_delete_is_refused() -> None:
 def test_serve_data_dir_option(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     seen: list[Settings] = []
     monkeypatch.setattr("toollatch.web.app.run", lambda settings: seen.append(settings))
+    monkeypatch.setattr("toollatch.web.banner.port_problem", lambda host, port: None)  # a dashboard may be running on 8765
     assert main(["serve", "--data-dir", str(tmp_path / "d"), "--captures", str(tmp_path)]) == 0
     assert seen[0].data_dir == tmp_path / "d"
     assert main(["serve", "--captures", str(tmp_path)]) == 0
