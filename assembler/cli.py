@@ -8,6 +8,7 @@ stderr when it cannot be read or its dialect is not recognised.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from pathlib import Path
@@ -112,8 +113,10 @@ def run_export(args: argparse.Namespace) -> int:
     try:
         config = _load_config(args.config)
         registry = ToolRegistry.load(Path(args.tools)) if args.tools else None
-        redacted = redact_capture(data, str(source), args.dialect, registry=registry, config=config)
-        results = [r for _, r in assemble_path(source, dialect=args.dialect, config=config, registry=registry)]
+        # named by the file's name alone: the report and the summary go to public issues, and a
+        # stream that ended at an unreadable event quotes its input's name (no local folders)
+        redacted = redact_capture(data, source.name, args.dialect, registry=registry, config=config)
+        results = [r for _, r in assemble_stream(io.BytesIO(data), source.name, dialect=args.dialect, config=config, registry=registry)]
     except (CaptureError, ConfigError, RegistryError, ValueError) as exc:  # ValueError: an event that cannot be redacted
         return _fail(str(exc))
     report = out.with_name(out.name + ".report.json")

@@ -96,6 +96,25 @@ def test_cli_export_writes_reproducer_report_and_summary(tmp_path: Path) -> None
     assert "| 1 | `f` | `t2` | FAILED | `invalid_json` |" in summary and "broke in fragment 1 at byte 6" in summary
 
 
+def test_cli_exports_report_and_summary_name_the_input_by_its_file_name_only(tmp_path: Path) -> None:
+    """They are meant for a public issue: a stream that ends at an unreadable event quotes its
+    input's name and line, never the local folders it was read from."""
+    from toollatch.cli import main
+
+    folder = tmp_path / "home-of-someone" / "private-project"
+    folder.mkdir(parents=True)
+    source = folder / "bug.sse"
+    chunk = {"id": "c", "object": "chat.completion.chunk", "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1'}}]}, "finish_reason": None}]}
+    source.write_text(f"data: {json.dumps(chunk)}\n\ndata: {{not json\n\n")
+    out = tmp_path / "repro.sse"
+    assert main(["export", str(source), "-o", str(out)]) == 0
+    report, summary = (tmp_path / "repro.sse.report.json").read_text(), (tmp_path / "repro.sse.md").read_text()
+    assert "bug.sse:3" in report and "bug.sse:3" in summary  # the unreadable event's place, named
+    for text in (report, summary, out.read_text()):
+        assert "private-project" not in text and "home-of-someone" not in text
+
+
 def test_cli_export_of_a_missing_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from toollatch.cli import main
 
