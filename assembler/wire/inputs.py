@@ -91,11 +91,20 @@ def assemble_stream(
             pipeline.close()
             out += [(f"{entry.name} {entry.method} {entry.url}", r) for r in pipeline.results()]
         return out
+    if not head:
+        raise CaptureError(f"{name} is empty: give a raw SSE capture, JSON Lines, a HAR export or a Bedrock event stream")
     pipeline = Pipeline(dialect, config=config, registry=registry, reveal=reveal, name=name, emit_events=False)
     rest = iter(lambda: _read1(handle), b"")
-    for event in iter_capture(itertools.chain([head] if head else [], rest), name):
+    read = 0
+    for event in iter_capture(itertools.chain([head], rest), name):
+        read += 1
         pipeline.feed(event)
-    pipeline.close()
+    try:
+        pipeline.close()
+    except CaptureError as exc:
+        if read or str(exc) != f"{name}: no known provider stream found":
+            raise
+        raise CaptureError(f"{name} (byte 0): no known provider stream (no event could be read): give a raw SSE capture, JSON Lines, a HAR export or a Bedrock event stream") from None
     return [(name, r) for r in pipeline.results()]
 
 
