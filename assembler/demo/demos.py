@@ -307,7 +307,7 @@ def _scenarios() -> list[dict[str, Any]]:
              expected=("committed",), description="One get_weather call, arguments in small fragments; commits at stream end."),
         dict(key="parallel", title="Two parallel tool calls", text="I'll check the weather and pull the unpaid invoices.",
              calls=[_Call("get_weather", tuple(_split(tromso))), _Call("run_sql", tuple(_split(sql, 3)))],
-             expected=("committed", "committed"), description="Text, then get_weather and run_sql in one turn; both commit, in provider order."),
+             expected=("committed", "committed"), description="Assistant text first (the dashboard shows calls, not text), then get_weather and run_sql; both commit, in provider order."),
         dict(key="noargs", title="Tool with no arguments", calls=[_Call("list_open_tabs", ())],
              expected=("committed",), description="list_open_tabs streams no argument text; it finalizes as {} and commits."),
         dict(key="oversized", title="Oversized arguments", calls=[_Call("write_file", tuple(_chunked(oversized, 4096)))],
