@@ -413,7 +413,11 @@ def test_an_events_type_that_is_not_a_string_is_masked_in_the_reproducer(dialect
 def test_a_word_split_by_an_invisible_character_whose_halves_two_fragments_carry_is_hidden(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A tag character (U+E0020) cut between its surrogate halves by two fragments: the buffer
     holds both halves raw, which a reader sees as the one character no reader sees."""
-    for first, second, shown in (("invalid_\udb40", "\udc20request_error", False), ("invalid_\udb40", "\udc20x", True)):
+    for first, second, shown in (
+        ("invalid_\udb40", "\udc20request_error", False),
+        ("invalid_\udb40", "\udc20x", True),
+        ("\\\udb40", "\udc20\\u0069nvalid_request_error", False),  # a backslash before it escapes no backslash after it
+    ):
         raw = sse([*_CHAT_LINES[:1], _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"q": "' + first}}]}),
                    _chunk({"tool_calls": [{"index": 0, "function": {"arguments": second}}]}), {"error": {"type": "invalid_request_error", "message": "m"}}])
         (tmp_path / "in.sse").write_bytes(raw)

@@ -280,7 +280,7 @@ def _readable(call: CallRecord) -> str | None:
     out = []
     for part in (call.buffer or b"", (call.whole_arguments or "").encode("utf-8", "surrogatepass")):
         if b"\xed" in part:  # maybe raw surrogates: the halves of a pair that fragments split
-            part = _UNSEEN_RAW_PAIRS.sub(b"", part)
+            part = _UNSEEN_RAW_PAIRS.sub(_ZERO_WIDTH_SPACE, part)
         text = _unescaped(part)
         if text is None:
             return None
@@ -321,7 +321,10 @@ _UNSEEN = re.compile(
 _UNSEEN_PAIRS = re.compile("\ud82f[\udca0-\udca3]|\ud834[\udd73-\udd7a]|[\udb40-\udb43][\udc00-\udfff]")
 #: The same pairs as raw surrogates in a call's buffer (each half as its surrogatepass UTF-8
 #: bytes): two fragments that split such a character between them leave its halves there,
-#: which :func:`_unescaped` would read as two replacement characters.
+#: which :func:`_unescaped` would read as two replacement characters. Each becomes
+#: :data:`_ZERO_WIDTH_SPACE`, one character as it was (a backslash before it escapes no
+#: backslash after it), which :data:`_UNSEEN` then removes.
+_ZERO_WIDTH_SPACE = "\u200b".encode()
 _UNSEEN_RAW_PAIRS = re.compile(rb"\xed\xa0\xaf\xed\xb2[\xa0-\xa3]|\xed\xa0\xb4\xed\xb5[\xb3-\xba]|\xed\xad[\x80-\x83]\xed[\xb0-\xbf][\x80-\xbf]")
 
 
