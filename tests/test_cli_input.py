@@ -82,7 +82,11 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_an_empty_or_unreadable_input_says_so_and_where(command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """As the dashboard words it: an empty file is empty; bytes no event can be read from
     fail at byte 0, not with a bare "no known provider stream found"."""
-    for name, data, said in (("empty.sse", b"", "empty.sse is empty"), ("junk.bin", b"\xff\xfe junk, no event\n\n", "junk.bin (byte 0): no known provider stream (no event could be read)")):
+    for name, data, said in (
+        ("empty.sse", b"", "empty.sse is empty"),
+        ("junk.bin", b"\xff\xfe junk, no event\n\n", "junk.bin (byte 0): no known provider stream (no event could be read)"),
+        ("cut.sse", b'data: {"object": "chat.completion.chunk", "choices": []}\n', "cut.sse (byte 0): no event could be read: the input ends inside its first SSE event"),
+    ):
         (tmp_path / name).write_bytes(data)
         argv = [command, str(tmp_path / name)] + (["-o", str(tmp_path / "out.sse")] if command == "export" else [])
         assert main(argv) == 2

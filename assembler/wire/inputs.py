@@ -104,6 +104,8 @@ def assemble_stream(
     except CaptureError as exc:
         if read or str(exc) != f"{name}: no known provider stream found":
             raise
+        if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith((b"data:", b"event:")):  # SSE cut inside its first event
+            raise CaptureError(f"{name} (byte 0): no event could be read: the input ends inside its first SSE event (an event ends at a blank line)") from None
         raise CaptureError(f"{name} (byte 0): no known provider stream (no event could be read): give a raw SSE capture, JSON Lines, a HAR export or a Bedrock event stream") from None
     return [(name, r) for r in pipeline.results()]
 
