@@ -7,7 +7,7 @@ from typing import Any
 
 from toollatch.wire.capture import DONE, ERROR_FRAME, ProviderEvent
 from toollatch.dialects.anthropic import AnthropicAdapter
-from toollatch.dialects.base import DialectAdapter
+from toollatch.dialects.base import DialectAdapter, event_type
 from toollatch.dialects.bedrock import BedrockConverseAdapter, BedrockInvokeAdapter
 from toollatch.dialects.cohere import CohereAdapter
 from toollatch.dialects.gemini import GeminiAdapter
@@ -37,7 +37,7 @@ def detect(event: ProviderEvent) -> str | None:
     data: Any = event.data
     if data == DONE or not isinstance(data, dict):
         return None
-    kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
+    kind = event_type(data, event)
     if "choices" in data or data.get("object") == "chat.completion.chunk":
         return "openai-chat"
     if kind in _ANTHROPIC:

@@ -18,6 +18,13 @@ from toollatch.dialects.words import is_word, shown_word
 
 #: A provider error's free text kept for *Reveal*, at most this many characters.
 MESSAGE_LIMIT = 2000
+def event_type(data: dict[str, Any], event: ProviderEvent) -> str:
+    """The type of an event whose payload ``data`` names it in a ``type`` string (OpenAI
+    Responses, Cohere), or else its SSE event name (``""``: neither)."""
+    kind = data.get("type")
+    return kind if isinstance(kind, str) else event.event or ""
+
+
 def provider_error(error: Any, fields: tuple[str, ...] = ("type", "code"), prefix: str = "", words: tuple[str, ...] = ()) -> StreamError:
     """A provider's error object (or text) as a :class:`StreamError`: the detail names
     only its ``fields`` (type, code, status: words the provider picks from a fixed list),

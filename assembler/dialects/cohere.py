@@ -25,7 +25,7 @@ from typing import Any
 
 from toollatch.wire.capture import ProviderEvent
 from toollatch.core.model import ArgsFragment, BlockStop, CallKey, CallStart, Op, Quirk, StreamError, StreamStart, StreamTruncated
-from toollatch.dialects.base import check_strict, provider_error
+from toollatch.dialects.base import check_strict, event_type, provider_error
 from toollatch.dialects.ends import end_ops, shown_reason
 from toollatch.dialects.blocks import BlockKeys
 
@@ -35,9 +35,11 @@ def is_error_event(event: ProviderEvent) -> bool:
     (or where that is not a string its SSE event name) is ``error``, or it has none and
     carries a string ``message``."""
     data = event.data
-    if not isinstance(data, dict):
-        return False
-    kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
+    return isinstance(data, dict) and _is_error(event_type(data, event), data)
+
+
+def _is_error(kind: str, data: dict[str, Any]) -> bool:
+    """An event of type ``kind`` is the provider's error: typed so, or untyped with a string ``message``."""
     return kind == "error" or (isinstance(data.get("message"), str) and not kind)
 
 
@@ -58,7 +60,7 @@ class CohereAdapter:
         data = event.data
         if not isinstance(data, dict):
             return [Quirk("non_object_event")]
-        kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
+        kind = event_type(data, event)
         if kind == "message-start":
             ops: list[Op] = []
             if self._started and not self._ended:
@@ -84,7 +86,7 @@ class CohereAdapter:
             return [BlockStop(key)]
         if kind == "message-end":
             return self._message_end(data)
-        if kind == "error" or (isinstance(data.get("message"), str) and not kind):
+        if _is_error(kind, data):
             self._ended = True
             return [provider_error(data.get("message"), (), prefix="error: ")]
         return []  # tool-plan-delta, content-*, citation-*, debug, unknown

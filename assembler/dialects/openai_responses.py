@@ -75,7 +75,7 @@ from toollatch.core.model import (
     StreamTruncated,
 )
 from toollatch.dialects import responses_items as items
-from toollatch.dialects.base import check_strict, provider_error
+from toollatch.dialects.base import check_strict, event_type, provider_error
 from toollatch.dialects.ends import end_ops
 from toollatch.dialects.responses_routing import Item, ItemRouter, Unroutable
 from toollatch.dialects.responses_items import _DELTAS, _DONES, _PREVIEWS, _WRAP_CLOSE, _WRAP_OPEN, KINDS, TOOL_ITEMS, digest as _digest, escape as _escape
@@ -84,7 +84,7 @@ def is_error_event(event: ProviderEvent) -> bool:
     """Whether :meth:`OpenAIResponsesAdapter.feed` reads ``event`` as an ``error`` event: its
     ``type``, or where that is not a string its SSE event name, is ``error``."""
     data = event.data
-    return isinstance(data, dict) and (data.get("type") if isinstance(data.get("type"), str) else event.event) == "error"
+    return isinstance(data, dict) and event_type(data, event) == "error"
 
 
 class OpenAIResponsesAdapter:
@@ -104,7 +104,7 @@ class OpenAIResponsesAdapter:
         data = event.data
         if not isinstance(data, dict):
             return [Quirk("non_object_event")]
-        kind = data.get("type") if isinstance(data.get("type"), str) else event.event or ""
+        kind = event_type(data, event)
         try:
             return self._event(kind, data, event)
         except Unroutable as exc:
