@@ -331,6 +331,8 @@ _UNSEEN_RAW_PAIRS = re.compile(rb"\xed\xa0\xaf\xed\xb2[\xa0-\xa3]|\xed\xa0\xb4\x
 #: An escape the text was cut inside of, at its very end: a backslash, or ``\\u`` and up
 #: to three hex digits (read in the text's last six bytes only).
 _CUT_ESCAPE = re.compile(rb"\\(?:u[0-9a-fA-F]{0,3})?\Z")
+
+
 def _unescaped(text: bytes | bytearray) -> str | None:
     """``text`` (JSON text as UTF-8, maybe cut anywhere) with its escapes undone as far as
     words go, by C code only: an escaped backslash and every escape but ``\\u`` become NUL

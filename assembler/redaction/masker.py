@@ -34,6 +34,7 @@ from typing import Any
 
 from toollatch.core import jsontext
 from toollatch.dialects import anthropic, cohere, openai_responses
+from toollatch.dialects.base import event_type
 from toollatch.dialects.responses_items import KINDS
 from toollatch.redaction.gemini_mask import GeminiMasker
 from toollatch.redaction.places import mask_reason, mask_text as _text
@@ -151,7 +152,7 @@ class DialectMasker(GeminiMasker):
     # ------------------------------------------------------------------ Anthropic
 
     def anthropic(self, data: dict[str, Any]) -> None:
-        kind = data.get("type") or self._event_name  # as the adapter reads it
+        kind = data.get("type") or self._event.event  # as the adapter reads it
         if kind == "message_start":
             message = data.get("message")
             if not isinstance(message, dict):
@@ -244,7 +245,7 @@ class DialectMasker(GeminiMasker):
     _ARG_DONES = ("response.function_call_arguments.done", "response.mcp_call_arguments.done")
 
     def openai_responses(self, data: dict[str, Any]) -> None:
-        kind = data.get("type") if isinstance(data.get("type"), str) else self._event_name or ""  # as the adapter reads it
+        kind = event_type(data, self._event)  # as the adapter reads it
         for field in list(data):
             value = data[field]
             if field in self._KEEP or value is None or (kind == "error" and field in ("error", "code", "message", "param")):

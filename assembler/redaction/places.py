@@ -185,9 +185,9 @@ class PlaceMasker:
         self._method: Callable[[dict[str, Any]], None] = lambda data: None
         #: whether the dialect's adapter reads an event as an error event (None: it has none)
         self._error_event: Callable[[ProviderEvent], bool] | None = None
-        #: the SSE event name of the event being masked: the type of an event whose payload
-        #: names none, as the adapters read it
-        self._event_name: str | None = None
+        #: the event being masked (its SSE event name is the type of an event whose payload
+        #: names none, as the adapters read it)
+        self._event = ProviderEvent(None, None, 0, 0)
 
     def mask(self, event: ProviderEvent, ops: list[Op]) -> Json:
         """A masked copy of ``event.data``; ``ops``: what the adapter made of the event.
@@ -197,7 +197,7 @@ class PlaceMasker:
         """
         self._ops, self._next = self.ledger.apply(ops), 0
         self._where = f"line {event.line}"
-        self._event_name = event.event
+        self._event = event
         if event.data is None or event.data == DONE:
             return event.data
         if not isinstance(event.data, dict):  # no dialect's event: nothing of it is kept
