@@ -100,6 +100,39 @@ def test_the_worker_assembles_a_backlog_in_steps_and_other_streams_in_between() 
     assert b"".join(big.live_source.chunks) == WIRE and big.live_source.count == 300
 
 
+def test_a_tee_queued_during_a_round_waits_for_the_next_round() -> None:
+    """Chunks forwarded while a round is under way (here: between the steps of another
+    stream's backlog) are assembled together in the next round, not one feed each."""
+    big, busy, flushes = live("big"), live("busy"), Flushes()
+    pieces = [WIRE[i : i + 50] for i in range(0, len(WIRE), 50)]
+
+    async def main() -> tuple[list[int], list[int]]:
+        worker = TeeWorker()
+        backlog, streaming = Tee(big, flushes), Tee(busy, flushes)  # type: ignore[arg-type]
+        backlog.append(WIRE)  # many steps, a yield to the event loop between two
+        worker.queue(backlog)
+        streaming.append(pieces.pop(0))
+        worker.queue(streaming)
+        during: list[int] = []  # the busy stream's bytes assembled, at each turn of the round
+        async with asyncio.timeout(10):
+            while backlog.size == len(WIRE):  # the round has not begun
+                await asyncio.sleep(0)
+            while backlog.size:
+                streaming.append(pieces.pop(0))  # one more chunk forwarded at each turn
+                worker.queue(streaming)
+                during.append(busy.live_source.size)
+                await asyncio.sleep(0)
+            while streaming.size:  # the next round
+                await asyncio.sleep(0.01)
+        await worker.aclose()
+        return during, [busy.live_source.size]
+
+    during, after = asyncio.run(main())
+    assert len(during) > 5  # the backlog took several steps, one turn each
+    assert len(set(during)) <= 2  # fed once in that round at most (its first chunks), however many came
+    assert after == [len(WIRE) - sum(map(len, pieces))]  # the rest in the next round, all of it
+
+
 class Upstream:
     """An upstream response of ``reads`` (what ``aiter_raw`` yields), for direct connect."""
 

@@ -4,15 +4,17 @@ forwarding path, in small steps.
 :class:`Tee` holds the bytes of one proxied stream that were forwarded to the client and
 not yet assembled; the pump appends each chunk after sending it and queues the tee on the
 app's one :class:`TeeWorker`. The worker wakes at most every :data:`TEE_INTERVAL`, then
-feeds each queued tee to its :class:`~toollatch.web.live.session.LiveSession`, at most
-:data:`TEE_STEP_BYTES` at a time (a tee with more left is queued again, behind the
-others), yielding to the event loop before a feed would make the bytes assembled since
-the last yield more than one step (one stream's step, or the chunks of several streams
-that together hold less; a feed that leaves decoded events of its stream to assemble, an
-event of many calls, counts as a whole step): a chunk waiting to be forwarded waits behind
-one small step at most, never behind a stream's whole backlog (a stream that fell behind,
-or an upstream read holding many events at once). What a tee still
-holds when its stream ends is fed the same way (:meth:`Tee.drain`) before the end is applied.
+feeds each tee queued until then to its :class:`~toollatch.web.live.session.LiveSession`,
+at most :data:`TEE_STEP_BYTES` at a time (a tee with more left is queued again, behind the
+others; a tee queued while the round is under way waits for the next round, so a busy
+stream's chunks are assembled a round's worth at a time, not one small feed each),
+yielding to the event loop before a feed would make the bytes assembled since the last
+yield more than one step (one stream's step, or the chunks of several streams that
+together hold less; a feed that leaves decoded events of its stream to assemble, an event
+of many calls, counts as a whole step): a chunk waiting to be forwarded waits behind one
+small step at most, never behind a stream's whole backlog (a stream that fell behind, or
+an upstream read holding many events at once). What a tee still holds when its stream
+ends is fed the same way (:meth:`Tee.drain`) before the end is applied.
 
 The session is fed the body's content: should the upstream have encoded it (a
 ``Content-Encoding`` though the proxy asked for ``identity``), the tee decodes it
@@ -177,12 +179,16 @@ class TeeWorker:
 
     def __init__(self, step: int = TEE_STEP_BYTES) -> None:
         self.step = step
-        self._queue: dict[Tee, None] = {}  # an ordered set
+        self._queue: dict[Tee, None] = {}  # an ordered set: the tees of the next round
+        self._round: dict[Tee, None] = {}  # the tees of the round under way, and their rests
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
 
     def queue(self, tee: Tee) -> None:
-        """Assemble ``tee`` in the next round (at most :data:`TEE_INTERVAL` from now)."""
+        """Assemble ``tee`` in the next round (at most :data:`TEE_INTERVAL` from now). A tee
+        queued while a round is under way waits for the next one, even if this round has
+        yet to feed it (it then takes the new bytes too): the chunks forwarded meanwhile
+        are assembled together, not one small feed at a time."""
         if tee in self._queue:
             return
         self._queue[tee] = None
@@ -197,28 +203,37 @@ class TeeWorker:
     def discard(self, tee: Tee) -> None:
         """Forget ``tee`` (its stream ended: the rest is fed by the stream itself)."""
         self._queue.pop(tee, None)
+        self._round.pop(tee, None)
 
     async def _run(self) -> None:
         assert self._wake is not None
         while True:
             await self._wake.wait()
-            self._wake.clear()
             await asyncio.sleep(TEE_INTERVAL)  # gather a batch
-            fed = 0  # bytes assembled since the last yield
-            while self._queue:
-                tee = next(iter(self._queue))
-                del self._queue[tee]
-                before = tee.size
-                if tee.session.backlog.waiting(tee.session):  # a large event: read in a worker thread
-                    await tee.session.backlog.read_large(tee.session)
-                if tee.feed(self.step):
-                    self._queue[tee] = None  # the rest in a later step, after the others
-                # A feed that left events to assemble did a whole step of ops (an event of many calls).
-                fed += self.step if tee.session.backlog else before - tee.size
-                following = next(iter(self._queue), None)
-                if following is not None and fed + min(following.size, self.step) > self.step or fed >= self.step:
-                    fed = 0  # the next feed would make this turn more than one step
-                    await asyncio.sleep(0)  # forwarding goes first
+            self._wake.clear()
+            # this round: the tees queued until now (those queued from here on wait for the next)
+            self._round, self._queue = self._queue, {}
+            await self._feed_round(self._round)
+
+    async def _feed_round(self, tees: dict[Tee, None]) -> None:
+        """Feed each of ``tees`` one step, in order, until none has bytes left, yielding to
+        the event loop before a feed would make the bytes assembled since the last yield
+        more than one step."""
+        fed = 0  # bytes assembled since the last yield
+        while tees:
+            tee = next(iter(tees))
+            del tees[tee]
+            before = tee.size
+            if tee.session.backlog.waiting(tee.session):  # a large event: read in a worker thread
+                await tee.session.backlog.read_large(tee.session)
+            if tee.feed(self.step):
+                tees[tee] = None  # the rest in a later step, after the others
+            # A feed that left events to assemble did a whole step of ops (an event of many calls).
+            fed += self.step if tee.session.backlog else before - tee.size
+            following = next(iter(tees), None)
+            if following is not None and fed + min(following.size, self.step) > self.step or fed >= self.step:
+                fed = 0  # the next feed would make this turn more than one step
+                await asyncio.sleep(0)  # forwarding goes first
 
     async def aclose(self) -> None:
         if self._task is not None:
