@@ -115,3 +115,16 @@ def test_cut_keeps_the_times_of_a_readable_prefix() -> None:
     cut = times.cut(6)
     assert list(cut.ends) == [4, 6] and list(cut.times) == [0.0, 0.5]
     assert times.cut(8).duration_s == 0.5 and times.cut(100) is times
+
+
+def test_a_batch_of_arrivals_is_recorded_as_each_one_alone() -> None:
+    """add_all (the proxy's tee records a round's chunks at once) gives what add gives one by
+    one: offsets from the origin, a time before the previous one taken as it, empty chunks skipped."""
+    arrivals = [(3, 100.5), (0, 100.6), (5, 100.4), (2, 101.0), (7, 100.9), (1, 99.0)]
+    batched, one_by_one = ChunkTimes(), ChunkTimes()
+    batched.add_all(arrivals[:2], 100.0)
+    batched.add_all(arrivals[2:], 100.0)
+    for size, at in arrivals:
+        one_by_one.add(size, at - 100.0)
+    assert list(batched.ends) == list(one_by_one.ends) == [3, 8, 10, 17, 18]
+    assert list(batched.times) == list(one_by_one.times) == [0.5, 0.5, 1.0, 1.0, 1.0]

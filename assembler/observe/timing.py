@@ -99,6 +99,21 @@ class ChunkTimes:
         self.ends.append(self.size + size)
         self.times.append(max(t, self.times[-1]) if self.times else max(t, 0.0))
 
+    def add_all(self, arrivals: Iterable[tuple[int, float]], origin: float) -> None:
+        """:meth:`add` of each ``(size, time)`` pair, in order: ``size`` bytes, ``time`` in the
+        seconds of a clock whose first byte came at ``origin`` (one call for a batch of
+        chunks, such as the proxy's tee records between two rounds)."""
+        ends, times = self.ends, self.times
+        end = ends[-1] if ends else 0
+        last = times[-1] if times else 0.0
+        for size, at in arrivals:
+            if size > 0:
+                end += size
+                t = at - origin
+                last = t if t > last else last
+                ends.append(end)
+                times.append(last)
+
     @classmethod
     def from_chunks(cls, chunks: Iterable[tuple[float, bytes]], first_byte_s: float | None = None) -> ChunkTimes:
         """From ``(seconds, bytes)`` pairs in arrival order; times are made relative to the first."""

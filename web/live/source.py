@@ -135,6 +135,15 @@ class LiveSource:
             self.times.first_byte_s = now - self._requested
         self.times.add(size, now - self._first_byte)
 
+    def arrived_all(self, arrivals: list[tuple[int, float]]) -> None:
+        """:meth:`arrived` of each ``(size, time.monotonic())`` pair, in order."""
+        if not arrivals:
+            return
+        if self._first_byte is None:
+            self._first_byte = arrivals[0][1]
+            self.times.first_byte_s = self._first_byte - self._requested
+        self.times.add_all(arrivals, self._first_byte)
+
     def answered(self, status: int, content_type: str | None) -> None:
         """The upstream's status and ``Content-Type`` (any forwarded credential in it replaced)."""
         self.http_status = status

@@ -94,9 +94,7 @@ class Tee:
     def _timed(self) -> None:
         """Record the arrival of each chunk held on the session's source, in order."""
         if self._arrivals:
-            arrived = self.session.live_source.arrived
-            for size, at in self._arrivals:
-                arrived(size, at)
+            self.session.live_source.arrived_all(self._arrivals)
             self._arrivals.clear()
 
     def feed(self, limit: int | None = None) -> bool:
