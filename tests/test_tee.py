@@ -128,9 +128,67 @@ def test_a_tee_queued_during_a_round_waits_for_the_next_round() -> None:
         return during, [busy.live_source.size]
 
     during, after = asyncio.run(main())
+    sent = WIRE[: len(WIRE) - sum(map(len, pieces))]  # the pieces left were never forwarded
     assert len(during) > 5  # the backlog took several steps, one turn each
     assert len(set(during)) <= 2  # fed once in that round at most (its first chunks), however many came
-    assert after == [len(WIRE) - sum(map(len, pieces))]  # the rest in the next round, all of it
+    assert after == [len(sent)] and b"".join(busy.live_source.chunks) == sent  # the rest in the next round, in order
+
+
+def test_a_stream_forwarding_fast_does_not_hold_a_round_up_for_the_others() -> None:
+    """A round feeds each tee the bytes it held when the round began: a stream forwarding
+    more than a step per turn cannot keep it going, nor keep a stream begun meanwhile waiting."""
+    fast, other, flushes = live("fast"), live("other"), Flushes()
+    source = WIRE * 40  # more bytes than the fast stream's first round could assemble
+
+    async def main() -> int:
+        worker = TeeWorker()
+        streaming, newcomer = Tee(fast, flushes), Tee(other, flushes)  # type: ignore[arg-type]
+        sent = 2 * TEE_STEP_BYTES
+        streaming.append(source[:sent])
+        worker.queue(streaming)
+        async with asyncio.timeout(10):
+            while fast.live_source.size == 0:  # the round has begun
+                await asyncio.sleep(0)
+            newcomer.append(WIRE[:300])
+            worker.queue(newcomer)
+            turns = 0
+            while other.live_source.size == 0:
+                streaming.append(source[sent : sent + 5000])  # more than a step at each turn
+                sent += 5000
+                worker.queue(streaming)
+                turns += 1
+                await asyncio.sleep(0)
+            while streaming.size:  # the next rounds take the rest
+                await asyncio.sleep(0.01)
+        await worker.aclose()
+        assert b"".join(fast.live_source.chunks) == source[:sent]
+        return turns
+
+    assert asyncio.run(main()) <= 4  # the newcomer joined the round at its next yield
+
+
+def test_a_round_cut_short_leaves_its_tees_to_the_next_worker() -> None:
+    held, other, flushes = live("held"), live("other"), Flushes()
+
+    async def main() -> None:
+        worker = TeeWorker()
+        backlog = Tee(held, flushes)  # type: ignore[arg-type]
+        backlog.append(WIRE)
+        worker.queue(backlog)
+        async with asyncio.timeout(10):
+            while held.live_source.size == 0:
+                await asyncio.sleep(0)
+            await worker.aclose()  # the worker stops after the round's first step
+            assert 0 < held.live_source.size < len(WIRE)
+            later = Tee(other, flushes)  # type: ignore[arg-type]
+            later.append(WIRE[:300])
+            worker.queue(later)  # a new worker task: the cut round's tees come first
+            while backlog.size or later.size:
+                await asyncio.sleep(0.01)
+        await worker.aclose()
+
+    asyncio.run(main())
+    assert b"".join(held.live_source.chunks) == WIRE and other.live_source.size == 300
 
 
 class Upstream:

@@ -6,8 +6,10 @@ not yet assembled; the pump appends each chunk after sending it and queues the t
 app's one :class:`TeeWorker`. The worker wakes at most every :data:`TEE_INTERVAL`, then
 feeds each tee queued until then to its :class:`~toollatch.web.live.session.LiveSession`,
 at most :data:`TEE_STEP_BYTES` at a time (a tee with more left is queued again, behind the
-others; a tee queued while the round is under way waits for the next round, so a busy
-stream's chunks are assembled a round's worth at a time, not one small feed each),
+others; in a round, a tee assembles the bytes it held when the round began, and what its
+stream forwards meanwhile waits for the next round, so a busy stream's chunks are
+assembled a round's worth at a time, not one small feed each; a stream that begins during
+a round joins it),
 yielding to the event loop before a feed would make the bytes assembled since the last
 yield more than one step (one stream's step, or the chunks of several streams that
 together hold less; a feed that leaves decoded events of its stream to assemble, an event
@@ -183,10 +185,10 @@ class TeeWorker:
         self._task: asyncio.Task[None] | None = None
 
     def queue(self, tee: Tee) -> None:
-        """Assemble ``tee`` in the next round (at most :data:`TEE_INTERVAL` from now). A tee
-        queued while a round is under way waits for the next one, even if this round has
-        yet to feed it (it then takes the new bytes too): the chunks forwarded meanwhile
-        are assembled together, not one small feed at a time."""
+        """Assemble ``tee`` in the next round (at most :data:`TEE_INTERVAL` from now), or in
+        the round under way if that has not fed it yet (:meth:`_feed_round`): the chunks a
+        stream forwards during a round are assembled together in the next, not one small
+        feed each."""
         if tee in self._queue:
             return
         self._queue[tee] = None
@@ -211,12 +213,21 @@ class TeeWorker:
             self._wake.clear()
             # this round: the tees queued until now (those queued from here on wait for the next)
             self._round, self._queue = self._queue, {}
-            await self._feed_round(self._round)
+            try:
+                await self._feed_round(self._round)
+            finally:  # a round cut short (the worker cancelled): its tees wait for the next worker
+                if self._round:
+                    self._queue, self._round = {**self._round, **self._queue}, {}
 
     async def _feed_round(self, tees: dict[Tee, None]) -> None:
-        """Feed each of ``tees`` one step, in order, until none has bytes left, yielding to
-        the event loop before a feed would make the bytes assembled since the last yield
-        more than one step."""
+        """Feed each of ``tees`` one step, in order, until each has assembled the bytes it
+        held when the round began (its quota; bytes forwarded since wait for the next
+        round), yielding to the event loop before a feed would make the bytes assembled
+        since the last yield more than one step. A tee queued during the round that it has
+        not fed yet (a stream begun meanwhile) joins it at the next yield, with the bytes it
+        holds then as its quota: a busy stream never keeps the others waiting for a round
+        that goes on as long as it forwards."""
+        quota = {tee: tee.size for tee in tees}
         fed = 0  # bytes assembled since the last yield
         while tees:
             tee = next(iter(tees))
@@ -225,13 +236,20 @@ class TeeWorker:
             if tee.session.backlog.waiting(tee.session):  # a large event: read in a worker thread
                 await tee.session.backlog.read_large(tee.session)
             if tee.feed(self.step):
-                tees[tee] = None  # the rest in a later step, after the others
+                quota[tee] -= before - tee.size
+                if quota[tee] > 0 or tee.session.backlog:
+                    tees[tee] = None  # the rest of its quota in a later step, after the others
+                else:
+                    self.queue(tee)  # what it holds now came during the round: the next round
             # A feed that left events to assemble did a whole step of ops (an event of many calls).
             fed += self.step if tee.session.backlog else before - tee.size
             following = next(iter(tees), None)
             if following is not None and fed + min(following.size, self.step) > self.step or fed >= self.step:
                 fed = 0  # the next feed would make this turn more than one step
                 await asyncio.sleep(0)  # forwarding goes first
+                for new in [t for t in self._queue if t not in quota]:  # queued meanwhile, not fed in this round
+                    del self._queue[new]
+                    tees[new], quota[new] = None, new.size
 
     async def aclose(self) -> None:
         if self._task is not None:
