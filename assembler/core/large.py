@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 from toollatch.core.capcalls import TOLD_PER_OP, Capped, KnownKeys, cap_new_calls, key_ids
 from toollatch.core.model import CallKey, Op
-from toollatch.core.pipeline import Pipeline
+from toollatch.core.pipeline import ADAPTER_FAULTS, Pipeline
 from toollatch.dialects import ADAPTERS, DialectAdapter, detect, make_adapter
 from toollatch.redaction.redact import AssemblyEvent
 from toollatch.wire.capture import FRAME_PAYLOAD, UNPARSED, ProviderEvent, _parse_payload, frame_event
@@ -224,7 +224,18 @@ class CappedPipeline(Pipeline):
 
     def ops_of(self, event: ProviderEvent) -> list[Op] | None:
         """The pipeline's ops of ``event``, without those of the calls left out."""
-        return self._capped(super().ops_of(event))
+        hot = self._hot
+        if hot is None or event.error is not None or event.data is None or event.framing:
+            return self._capped(super().ops_of(event))
+        # the common event (Pipeline.ops_of's own path, inline): a plain event of a stream
+        # under way, no call left out of it and room for any call its ops open (one at most each)
+        try:
+            ops = self._adapter.feed(event)  # type: ignore[union-attr]
+        except ADAPTER_FAULTS as exc:
+            ops = [self._uninterpretable(event, exc)]
+        if self._left_in is hot and not self.left_out and len(ops) <= self.keep - self._before - len(hot._calls):
+            return ops
+        return self._capped(ops)
 
     def _held_ops(self) -> list[Op]:
         """The held events' ops (those before and of the event that told the dialect), capped alike."""
