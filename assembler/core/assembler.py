@@ -52,7 +52,7 @@ from toollatch.core.model import (
 from toollatch.core import identity, stream_end
 from toollatch.core.calls import CallRecord, RunBudget, append_varint, owed_results
 from toollatch.core.openorder import AwaitingCount
-from toollatch.redaction.redact import AssemblyEvent, CallView, EventKind
+from toollatch.redaction.redact import AssemblyEvent, CallView, EventKind, assembly_event
 from toollatch.core.registry import ToolRegistry
 from toollatch.core.state import ARGS_DONE, FAIL, CallInput
 
@@ -396,7 +396,7 @@ class Assembler:
         if self._progressed and call is not None:
             self._progressed.pop(call.key, None)  # this event shows the counts
         view = call.view() if call is not None else None
-        out.append(AssemblyEvent(self._seq, self._now(), kind, self.stream_index, view, end, detail))
+        out.append(assembly_event(self._seq, self._now(), kind, self.stream_index, view, end, detail))
 
 
 #: The handler of each op type once the stream has begun and not ended (see :meth:`Assembler.apply`).

@@ -13,7 +13,7 @@ from typing import Any
 
 from toollatch.core.jsonprefix import diagnose
 from toollatch.core.model import COMMITTED, TERMINAL_STATES, CallKey, CallOutcome, Executor, ToolResult, Transition
-from toollatch.redaction.redact import CallView
+from toollatch.redaction.redact import CallView, call_view
 from toollatch.core.state import CallStateMachine
 
 
@@ -109,7 +109,7 @@ class CallRecord:
 
     def view(self) -> CallView:
         # positional, in CallView's field order (made per progress event on the dashboard)
-        return CallView(
+        return call_view(
             self.key,
             self.call_id,
             self.name,

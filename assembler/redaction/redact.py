@@ -13,7 +13,7 @@ is COMMITTED, FAILED or CANCELLED).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from toollatch.core.model import CallKey, CallState, Executor, StreamEndKind, StreamResult, Transition
@@ -83,6 +83,51 @@ class AssemblyEvent:
         }
 
 
+# Positional builders of the two records made at each progress fold of the dashboard (one
+# per call per render): each field stored through its slot, without the per-field check of
+# a frozen dataclass's __init__ (half its cost); the same object as the class's own call.
+(_view_key, _view_call_id, _view_name, _view_state, _view_reason, _view_bytes, _view_fragments, _view_executor,
+ _view_transitions) = (CallView.__dict__[f.name].__set__ for f in fields(CallView))
+(_event_seq, _event_t, _event_kind, _event_stream, _event_call, _event_end, _event_detail) = (
+    AssemblyEvent.__dict__[f.name].__set__ for f in fields(AssemblyEvent)
+)
+_new = object.__new__
+
+
+def call_view(
+    key: CallKey, call_id: str | None, name: str | None, state: CallState, reason: str | None, size: int,
+    fragments: int, executor: Executor, transitions: tuple[Transition, ...],
+) -> CallView:
+    """``CallView(key, call_id, name, state, reason, size, fragments, executor, transitions)``,
+    built faster (``size``: the ``bytes`` field)."""
+    view = _new(CallView)
+    _view_key(view, key)
+    _view_call_id(view, call_id)
+    _view_name(view, name)
+    _view_state(view, state)
+    _view_reason(view, reason)
+    _view_bytes(view, size)
+    _view_fragments(view, fragments)
+    _view_executor(view, executor)
+    _view_transitions(view, transitions)
+    return view
+
+
+def assembly_event(
+    seq: int, t: float, kind: EventKind, stream: int, call: CallView | None, end: StreamEndKind | None, detail: str | None
+) -> AssemblyEvent:
+    """``AssemblyEvent(seq, t, kind, stream, call, end, detail)``, built faster."""
+    event = _new(AssemblyEvent)
+    _event_seq(event, seq)
+    _event_t(event, t)
+    _event_kind(event, kind)
+    _event_stream(event, stream)
+    _event_call(event, call)
+    _event_end(event, end)
+    _event_detail(event, detail)
+    return event
+
+
 def hide_progress(view: CallView) -> CallView:
     """``view`` with ``bytes`` and ``fragments`` 0 unless the call has its verdict (a
     terminal state); a view that shows no progress is returned as is."""
@@ -98,4 +143,4 @@ def hide_open_progress(result: StreamResult) -> StreamResult:
     return replace(result, calls=calls)
 
 
-__all__ = ["AssemblyEvent", "CallView", "CallState", "EventKind", "hide_open_progress", "hide_progress"]
+__all__ = ["AssemblyEvent", "CallView", "CallState", "EventKind", "assembly_event", "call_view", "hide_open_progress", "hide_progress"]
