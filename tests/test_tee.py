@@ -12,7 +12,7 @@ import httpx
 from toollatch.core.config import AssembleConfig
 from toollatch.demo.stress import stress_demo
 from toollatch.web.live.session import LiveSession, LiveSource
-from toollatch.web.live.tee import TEE_STEP_BYTES, Tee, TeeWorker
+from toollatch.web.live.tee import ROUND_STEPS, TEE_STEP_BYTES, Tee, TeeWorker
 
 from .test_web_replay import record_folds
 
@@ -109,13 +109,13 @@ def test_a_tee_queued_during_a_round_waits_for_the_next_round() -> None:
     async def main() -> tuple[list[int], list[int]]:
         worker = TeeWorker()
         backlog, streaming = Tee(big, flushes), Tee(busy, flushes)  # type: ignore[arg-type]
-        backlog.append(WIRE)  # many steps, a yield to the event loop between two
+        backlog.append(WIRE[: ROUND_STEPS * TEE_STEP_BYTES])  # a round's share: many steps, a yield between two
         worker.queue(backlog)
         streaming.append(pieces.pop(0))
         worker.queue(streaming)
         during: list[int] = []  # the busy stream's bytes assembled, at each turn of the round
         async with asyncio.timeout(10):
-            while backlog.size == len(WIRE):  # the round has not begun
+            while big.live_source.size == 0:  # the round has not begun
                 await asyncio.sleep(0)
             while backlog.size:
                 streaming.append(pieces.pop(0))  # one more chunk forwarded at each turn
@@ -165,6 +165,94 @@ def test_a_stream_forwarding_fast_does_not_hold_a_round_up_for_the_others() -> N
         return turns
 
     assert asyncio.run(main()) <= 4  # the newcomer joined the round at its next yield
+
+
+def test_a_round_assembles_what_each_tee_held_when_it_began() -> None:
+    """Two streams forwarding more than a step at each turn: the round feeds each the bytes
+    it held when the round began (a feed may take up to a step more), then ends."""
+    sessions, flushes = [live("a"), live("b")], Flushes()
+    source = WIRE * 4
+
+    async def main() -> tuple[list[int], list[int]]:
+        worker = TeeWorker()
+        tees = [Tee(session, flushes) for session in sessions]  # type: ignore[arg-type]
+        sent = 3 * TEE_STEP_BYTES
+        for tee in tees:
+            tee.append(source[:sent])
+            worker.queue(tee)
+        most = [0, 0]
+        async with asyncio.timeout(10):
+            while sessions[0].live_source.size == 0:  # the round has begun
+                await asyncio.sleep(0)
+            for _ in range(40):  # 40 turns: much less than the pause before the next round
+                for i, tee in enumerate(tees):
+                    tee.append(source[sent : sent + 5000])
+                    worker.queue(tee)
+                    most[i] = max(most[i], sessions[i].live_source.size)
+                sent += 5000
+                await asyncio.sleep(0)
+            while any(tee.size for tee in tees):  # the next rounds take the rest
+                await asyncio.sleep(0.01)
+        await worker.aclose()
+        return most, [b"".join(s.live_source.chunks) == source[:sent] for s in sessions]
+
+    most, whole = asyncio.run(main())
+    assert all(3 * TEE_STEP_BYTES <= m <= 4 * TEE_STEP_BYTES for m in most), most
+    assert whole == [True, True]
+
+
+def test_a_stream_behind_does_not_keep_the_others_waiting() -> None:
+    """A backlog of more than a round's share is assembled over several rounds, one after the
+    other at once; the chunks another stream forwards meanwhile go in between."""
+    behind, other, flushes = live("behind"), live("other"), Flushes()
+    pieces = [WIRE[i : i + 100] for i in range(0, len(WIRE), 100)]
+
+    async def main() -> bool:
+        worker = TeeWorker()
+        backlog, streaming = Tee(behind, flushes), Tee(other, flushes)  # type: ignore[arg-type]
+        backlog.append(WIRE * 3)  # about three shares
+        worker.queue(backlog)
+        streaming.append(pieces.pop(0))
+        worker.queue(streaming)
+        caught_up_before_the_backlog = False
+        async with asyncio.timeout(10):
+            while other.live_source.size == 0:  # the first round has fed both
+                await asyncio.sleep(0)
+            first = other.live_source.size
+            while backlog.size and pieces:
+                streaming.append(pieces.pop(0))
+                worker.queue(streaming)
+                await asyncio.sleep(0)
+                caught_up_before_the_backlog |= other.live_source.size > first and backlog.size > 0
+            while backlog.size or streaming.size:
+                await asyncio.sleep(0.01)
+        await worker.aclose()
+        return caught_up_before_the_backlog
+
+    assert asyncio.run(main())
+    assert b"".join(behind.live_source.chunks) == WIRE * 3
+
+
+def test_a_tee_left_by_a_stopped_worker_restarts_one() -> None:
+    held, flushes = live("held"), Flushes()
+
+    async def main() -> None:
+        worker = TeeWorker()
+        tee = Tee(held, flushes)  # type: ignore[arg-type]
+        tee.append(WIRE[:-300])
+        worker.queue(tee)
+        async with asyncio.timeout(10):
+            while held.live_source.size == 0:
+                await asyncio.sleep(0)
+            await worker.aclose()  # stopped mid-round: the tee waits in the queue
+            tee.append(WIRE[-300:])
+            worker.queue(tee)  # the same tee again: a new worker takes it
+            while tee.size:
+                await asyncio.sleep(0.01)
+        await worker.aclose()
+
+    asyncio.run(main())
+    assert b"".join(held.live_source.chunks) == WIRE
 
 
 def test_a_round_cut_short_leaves_its_tees_to_the_next_worker() -> None:

@@ -6,10 +6,11 @@ not yet assembled; the pump appends each chunk after sending it and queues the t
 app's one :class:`TeeWorker`. The worker wakes at most every :data:`TEE_INTERVAL`, then
 feeds each tee queued until then to its :class:`~toollatch.web.live.session.LiveSession`,
 at most :data:`TEE_STEP_BYTES` at a time (a tee with more left is queued again, behind the
-others; in a round, a tee assembles the bytes it held when the round began, and what its
-stream forwards meanwhile waits for the next round, so a busy stream's chunks are
-assembled a round's worth at a time, not one small feed each; a stream that begins during
-a round joins it),
+others; in a round, a tee assembles the bytes it held when the round began, up to
+:data:`ROUND_STEPS` steps, and what its stream forwards meanwhile waits for the next round,
+so a busy stream's chunks are assembled a round's worth at a time, not one small feed
+each; a stream that begins during a round joins it, and one that fell behind has the next
+round begin at once),
 yielding to the event loop before a feed would make the bytes assembled since the last
 yield more than one step (one stream's step, or the chunks of several streams that
 together hold less; a feed that leaves decoded events of its stream to assemble, an event
@@ -46,6 +47,9 @@ TEE_INTERVAL = 0.05
 #: Most bytes the tee worker assembles before it yields to the event loop: a few dozen
 #: provider events of a few hundred bytes, well under a millisecond of work.
 TEE_STEP_BYTES = 4096
+#: Steps of one stream a round assembles at most: the rest of a backlog (a stream that fell
+#: behind) waits for the next round, which then begins at once, after the others' chunks.
+ROUND_STEPS = 16
 
 
 class Tee:
@@ -181,6 +185,7 @@ class TeeWorker:
         self.step = step
         self._queue: dict[Tee, None] = {}  # an ordered set: the tees of the next round
         self._round: dict[Tee, None] = {}  # the tees of the round under way, and their rests
+        self._behind = False  # a tee held more than a round's share: the next round begins at once
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -189,14 +194,12 @@ class TeeWorker:
         the round under way if that has not fed it yet (:meth:`_feed_round`): the chunks a
         stream forwards during a round are assembled together in the next, not one small
         feed each."""
-        if tee in self._queue:
-            return
-        self._queue[tee] = None
-        if self._task is None or self._task.done():
+        if self._task is None or self._task.done():  # the first, or after aclose(): a worker of its own
             self._wake = asyncio.Event()
             # A context of its own: nothing of the request that happens to start it (its
             # forwarded credentials, toollatch.web.live.credentials.FORWARDED) is carried into the others'.
             self._task = asyncio.get_running_loop().create_task(self._run(), name="proxy-tee", context=contextvars.Context())
+        self._queue[tee] = None
         assert self._wake is not None
         self._wake.set()
 
@@ -209,7 +212,9 @@ class TeeWorker:
         assert self._wake is not None
         while True:
             await self._wake.wait()
-            await asyncio.sleep(TEE_INTERVAL)  # gather a batch
+            if not self._behind:
+                await asyncio.sleep(TEE_INTERVAL)  # gather a batch
+            self._behind = False
             self._wake.clear()
             # this round: the tees queued until now (those queued from here on wait for the next)
             self._round, self._queue = self._queue, {}
@@ -220,27 +225,36 @@ class TeeWorker:
                     self._queue, self._round = {**self._round, **self._queue}, {}
 
     async def _feed_round(self, tees: dict[Tee, None]) -> None:
-        """Feed each of ``tees`` one step, in order, until each has assembled the bytes it
-        held when the round began (its quota; bytes forwarded since wait for the next
-        round), yielding to the event loop before a feed would make the bytes assembled
-        since the last yield more than one step. A tee queued during the round that it has
-        not fed yet (a stream begun meanwhile) joins it at the next yield, with the bytes it
-        holds then as its quota: a busy stream never keeps the others waiting for a round
-        that goes on as long as it forwards."""
-        quota = {tee: tee.size for tee in tees}
+        """Feed each of ``tees`` one step, in order, until each has assembled its share of
+        the round: the bytes it held when the round began, up to :data:`ROUND_STEPS` steps
+        (a feed may take up to a step more, of bytes come since). What a stream forwards
+        during the round waits for the next one; a stream that held more than its share
+        has the next round begin at once. A tee queued during the round that it has not
+        fed yet (a stream begun meanwhile) joins it at the next yield, its share counted
+        then. The worker yields to the event loop before a feed would make the bytes
+        assembled since the last yield more than one step. So a round is bounded (a
+        share of each stream), and no stream's new chunks wait behind another's backlog
+        for more than a round."""
+        share = ROUND_STEPS * self.step
+        quota = {tee: min(tee.size, share) for tee in tees}
+        over = {tee for tee in tees if tee.size > share}  # held more than a share: behind
         fed = 0  # bytes assembled since the last yield
         while tees:
             tee = next(iter(tees))
+            if tee.session.backlog.waiting(tee.session):  # a large event: read in a worker thread
+                await tee.session.backlog.read_large(tee.session)  # (the tee stays in the round meanwhile)
+                fed = 0  # that wait let the event loop run
+                if tee not in tees:
+                    continue  # its stream ended meanwhile (discard): the stream feeds the rest itself
             del tees[tee]
             before = tee.size
-            if tee.session.backlog.waiting(tee.session):  # a large event: read in a worker thread
-                await tee.session.backlog.read_large(tee.session)
             if tee.feed(self.step):
                 quota[tee] -= before - tee.size
                 if quota[tee] > 0 or tee.session.backlog:
-                    tees[tee] = None  # the rest of its quota in a later step, after the others
-                else:
-                    self.queue(tee)  # what it holds now came during the round: the next round
+                    tees[tee] = None  # the rest of its share in a later step, after the others
+                else:  # what it holds now came during the round, or is more than its share
+                    self._behind = self._behind or tee in over
+                    self.queue(tee)
             # A feed that left events to assemble did a whole step of ops (an event of many calls).
             fed += self.step if tee.session.backlog else before - tee.size
             following = next(iter(tees), None)
@@ -249,7 +263,9 @@ class TeeWorker:
                 await asyncio.sleep(0)  # forwarding goes first
                 for new in [t for t in self._queue if t not in quota]:  # queued meanwhile, not fed in this round
                     del self._queue[new]
-                    tees[new], quota[new] = None, new.size
+                    tees[new], quota[new] = None, min(new.size, share)
+                    if new.size > share:
+                        over.add(new)
 
     async def aclose(self) -> None:
         if self._task is not None:
