@@ -246,7 +246,16 @@
     });
   }
 
+  // A page rendered as the answer to a form's POST (the index with an upload's error) names
+  // the address it stands for: the address bar shows that, not the POST's, so a reload or a
+  // shared link opens the page instead of posting the form again.
+  function showPageUrl() {
+    const url = document.body.dataset.pageUrl;
+    if (url && window.location.pathname !== url) window.history.replaceState(window.history.state, "", url + window.location.hash);
+  }
+
   function init() {
+    showPageUrl();
     wireDropzones();
     live = document.getElementById("live");
     document.querySelectorAll("[data-toggle=theme]").forEach((b) => b.addEventListener("click", toggleTheme));

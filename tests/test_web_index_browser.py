@@ -77,3 +77,18 @@ def test_a_dropped_capture_is_uploaded_and_the_session_list_shows_its_verdict(ba
         chip = page.locator("#sessions .chip-failed").first
         chip.wait_for(state="visible")
         assert chip.inner_text() == "1 FAILED"
+
+
+def test_a_failed_upload_shows_its_error_at_the_index_address(base_url: str) -> None:
+    """The answer to an upload that fails is the index with the error and the pasted text; the
+    address bar shows the index's address, so a reload does not post the form again."""
+    with launched() as browser, checked_page(browser, "index-upload-error") as page:
+        page.goto(base_url + "/#upload")
+        page.fill("form.upload textarea[name=paste]", "not a capture at all")
+        page.click("form.upload button[type=submit]")
+        page.wait_for_selector("#error")
+        assert page.url == base_url + "/"
+        assert page.input_value("form.upload textarea[name=paste]").strip() == "not a capture at all"
+        page.reload()  # a GET of the index: no form posted again, no error left
+        page.wait_for_selector("#upload")
+        assert page.url == base_url + "/" and page.locator("#error").count() == 0
